@@ -1,0 +1,49 @@
+"""The Python entry points: load an instance, solve it with a policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from schedopt.backends import SolveOptions
+from schedopt.errors import PolicyError
+from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.instance import load_instance
+from schedopt.instance.model import Instance
+from schedopt.policies import resolve
+from schedopt.result import Result
+
+
+def as_problem(instance: Instance | ThroughputProblem | str | Path) -> ThroughputProblem:
+    """Accept a path, an Instance or a ThroughputProblem and return the arrays to solve."""
+    if isinstance(instance, ThroughputProblem):
+        return instance
+    if isinstance(instance, (str, Path)):
+        instance = load_instance(instance)
+    if not isinstance(instance, Instance):
+        raise PolicyError(f"expected an Instance, a ThroughputProblem or a path, got {type(instance).__name__}")
+    return ThroughputProblem.from_instance(instance)
+
+
+def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "max_min_fairness",
+          solver: str = "highs", *, time_limit: float | None = None, mip_gap: float | None = None,
+          threads: int | None = None, verbose: bool = False, **policy_options) -> Result:
+    """Solve `instance` with `policy` (a name from `schedopt policies` or `gavel:NAME`).
+
+    solver: backend name (highs, highs-ipm, glop, pdlp, cbc, cvxpy[:SOLVER]); time_limit in
+    seconds per solver call. Extra keyword arguments are the policy's own options (e.g.
+    `slos=False` for min_cost, `seed` for fifo_agnostic, `tolerance` for finish_time_fairness).
+    """
+    chosen, options = resolve(policy)
+    unknown = set(policy_options) - set(chosen.option_names)
+    if unknown:
+        raise PolicyError(f"policy {chosen.name} has no option(s) {', '.join(sorted(unknown))}; "
+                          f"it takes: {', '.join(chosen.option_names) or 'none'}")
+    problem = as_problem(instance)
+    outcome = chosen.run(problem, solver,
+                         SolveOptions(time_limit=time_limit, mip_gap=mip_gap, threads=threads,
+                                      verbose=verbose),
+                         **{**options, **policy_options})
+    return Result(policy=chosen.name, status=outcome.status, objective=outcome.objective,
+                  bound=outcome.bound, solver=outcome.solver, solve_seconds=outcome.solve_seconds,
+                  job_ids=problem.job_ids, gpu_types=problem.gpu_types, X=outcome.allocation,
+                  throughput=problem.throughput, details=outcome.details)

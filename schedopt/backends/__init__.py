@@ -1,0 +1,78 @@
+"""Solver backends, selected by name and imported only when used.
+
+Names: ``highs`` (HiGHS via highspy, the default; ``highs-ipm`` forces its interior point),
+``glop``, ``pdlp``, ``cpsat`` (OR-Tools MathOpt), ``cbc`` (the CBC binary that PuLP ships),
+``cvxpy`` or ``cvxpy:SOLVER`` (any solver cvxpy has installed, e.g. ``cvxpy:CLARABEL``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from contextlib import contextmanager
+from typing import Iterator, Protocol
+
+from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.errors import SolveError
+
+__all__ = ["Backend", "LinearProgram", "SolveOptions", "SolveResult", "Status",
+           "BACKEND_NAMES", "get_backend", "solve_lp", "recording"]
+
+
+class Backend(Protocol):
+    name: str
+
+    def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult: ...
+
+
+# name -> (module, class, constructor argument); modules are imported on first use only.
+_REGISTRY: dict[str, tuple[str, str, str | None]] = {
+    "highs": ("schedopt.backends.highs", "HighsBackend", None),
+    "highs-ipm": ("schedopt.backends.highs", "HighsBackend", "ipm"),
+    "glop": ("schedopt.backends.ortools", "MathOptBackend", "glop"),
+    "pdlp": ("schedopt.backends.ortools", "MathOptBackend", "pdlp"),
+    "cpsat": ("schedopt.backends.ortools", "MathOptBackend", "cpsat"),
+    "cbc": ("schedopt.backends.cbc", "CbcBackend", None),
+    "cvxpy": ("schedopt.backends.cvxpy", "CvxpyBackend", None),
+}
+
+BACKEND_NAMES: tuple[str, ...] = tuple(_REGISTRY) + ("cvxpy:SOLVER",)
+
+
+def get_backend(name: str) -> Backend:
+    """Return the backend called `name` (see module docstring); SolveError if unknown/missing."""
+    base, _, sub = name.partition(":")
+    key = base.strip().lower()
+    if key not in _REGISTRY or (sub and key != "cvxpy"):
+        raise SolveError(f"unknown solver {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
+    module_name, class_name, arg = _REGISTRY[key]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:  # the optional extra is not installed
+        raise SolveError(f"solver {name!r} needs a package that is not installed ({exc}); "
+                         f"install it with: pip install 'schedopt[all]'") from exc
+    cls = getattr(module, class_name)
+    if sub:
+        return cls(sub.strip())
+    return cls(arg) if arg is not None else cls()
+
+
+_recorders: list[list[LinearProgram]] = []
+
+
+@contextmanager
+def recording() -> Iterator[list[LinearProgram]]:
+    """Collect every LinearProgram passed to `solve_lp` inside the block (for MPS export)."""
+    programs: list[LinearProgram] = []
+    _recorders.append(programs)
+    try:
+        yield programs
+    finally:
+        _recorders.remove(programs)
+
+
+def solve_lp(lp: LinearProgram, solver: str = "highs",
+             options: SolveOptions | None = None) -> SolveResult:
+    """Solve `lp` with the backend named `solver`."""
+    for programs in _recorders:
+        programs.append(lp)
+    return get_backend(solver).solve(lp, options or SolveOptions())

@@ -1,0 +1,98 @@
+"""Sparse building blocks shared by the throughput-matrix LPs, and the formulation outcome.
+
+Columns 0..M*J-1 hold X row-major (column m*J + j is X[m,j]); formulations append their own
+auxiliary columns (t, z, ...) after them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends.base import LinearProgram, SolveResult
+from schedopt.formulations.inputs import ThroughputProblem
+
+
+@dataclass
+class Outcome:
+    """What a formulation returns: an (M, J) allocation (None without one) and its quality.
+
+    `objective` is the policy's objective evaluated on the returned allocation; `bound` is the
+    best proven bound on the optimum (equal to it when `status` is optimal).
+    """
+
+    allocation: np.ndarray | None
+    status: Status
+    objective: float | None
+    bound: float | None
+    solve_seconds: float
+    solver: str
+    details: dict = field(default_factory=dict)
+
+
+def per_job_rows(coeffs: np.ndarray, extra_cols: int = 0) -> sp.csr_matrix:
+    """(M, M*J + extra_cols) matrix whose row m is sum_j coeffs[m, j] X[m, j]."""
+    M, J = coeffs.shape
+    indptr = np.arange(0, M * J + 1, J)
+    return sp.csr_matrix((coeffs.ravel(), np.arange(M * J), indptr), shape=(M, M * J + extra_cols))
+
+
+def per_type_rows(coeffs: np.ndarray, extra_cols: int = 0) -> sp.csr_matrix:
+    """(J, M*J + extra_cols) matrix whose row j is sum_m coeffs[m, j] X[m, j]."""
+    M, J = coeffs.shape
+    rows = np.tile(np.arange(J), M)
+    return sp.csr_matrix((coeffs.ravel(), (rows, np.arange(M * J))), shape=(J, M * J + extra_cols))
+
+
+def column(values: np.ndarray, col: int, num_cols: int) -> sp.csr_matrix:
+    """(len(values), num_cols) matrix with `values` in column `col` and zeros elsewhere."""
+    n = values.shape[0]
+    return sp.csr_matrix((values, (np.arange(n), np.full(n, col))), shape=(n, num_cols))
+
+
+def base_rows(problem: ThroughputProblem, extra_cols: int = 0):
+    """Gavel's base constraints as (A, lower, upper), rows scaled to O(1) coefficients.
+
+    Per job: sum_j X[m,j] <= 1.  Per type: sum_m (s_m / c_j) X[m,j] <= 1 (capacity / c_j).
+    """
+    M, J = problem.num_jobs, problem.num_types
+    time_rows = per_job_rows(np.ones((M, J)), extra_cols)
+    share = problem.scale_factor[:, None] / np.maximum(problem.capacity, 1e-300)[None, :]
+    capacity_rows = per_type_rows(share, extra_cols)
+    A = sp.vstack([time_rows, capacity_rows], format="csr")
+    return A, np.full(M + J, -np.inf), np.ones(M + J)
+
+
+def allocation_bounds(problem: ThroughputProblem) -> tuple[np.ndarray, np.ndarray]:
+    """Column bounds of X: 0 <= X[m,j] <= 1, and X[m,j] = 0 where job m cannot run on type j."""
+    upper = problem.runnable.astype(float).ravel()
+    return np.zeros_like(upper), upper
+
+
+def scale_rows(A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray):
+    """Divide each row (and its bounds) by its largest |coefficient| so coefficients are O(1)."""
+    A = sp.csr_matrix(A)
+    row_max = np.zeros(A.shape[0])
+    nonempty = np.diff(A.indptr) > 0
+    row_max[nonempty] = np.maximum.reduceat(np.abs(A.data), A.indptr[:-1][nonempty])
+    factor = np.where(row_max > 0, 1.0 / np.where(row_max > 0, row_max, 1.0), 1.0)
+    return sp.diags(factor) @ A, lower * factor, upper * factor
+
+
+def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: str,
+                        options: SolveOptions) -> tuple[SolveResult, np.ndarray | None]:
+    """Solve `lp` and return (result, X) with X the (M, J) allocation clipped to [0, 1]."""
+    result = solve_lp(lp, solver, options)
+    if result.x is None:
+        return result, None
+    M, J = problem.num_jobs, problem.num_types
+    X = np.clip(result.x[: M * J].reshape(M, J), 0.0, 1.0) + 0.0  # + 0.0 drops -0.0
+    return result, X
+
+
+def effective_throughput(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
+    """(M,) steps/s: thr_m(X) = sum_j T[m,j] X[m,j]."""
+    return np.einsum("mj,mj->m", problem.throughput, X)

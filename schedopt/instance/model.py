@@ -1,0 +1,115 @@
+"""Typed, frozen view of a schedopt instance (format `schedopt-instance/1`).
+
+Built once by `schedopt.instance.load` after validation; code past that boundary trusts it.
+Units: throughput in steps/s on `scale_factor` GPUs, time in seconds, cost in $/GPU-hour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+FORMAT = "schedopt-instance/1"
+
+
+def frozen_map(d: Mapping | None) -> Mapping:
+    """A read-only mapping (so frozen dataclasses stay immutable all the way down)."""
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """One GPU type: `count` GPUs, `gpus_per_node` per server, `cost_per_hour` $/GPU-hour."""
+
+    name: str
+    count: int
+    gpus_per_node: int
+    cost_per_hour: float | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    """One server holding `gpus` GPUs of `gpu_type`, in `rack`."""
+
+    id: str
+    gpu_type: str
+    gpus: int
+    rack: str = "r0"
+
+
+@dataclass(frozen=True)
+class CpuMachine:
+    id: str
+    cores: int
+
+
+@dataclass(frozen=True)
+class Cluster:
+    gpu_types: Mapping[str, GpuType]
+    nodes: tuple[Node, ...]
+    cpu_machines: tuple[CpuMachine, ...] = ()
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        return tuple(self.gpu_types)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A queued job. `throughput` is its resolved row (steps/s per GPU type), always complete.
+
+    deadline: seconds after arrival (None = none); total_steps None = unknown work.
+    isolated_time: seconds of isolated-share time already credited (finish-time fairness).
+    """
+
+    id: str
+    throughput: Mapping[str, float]
+    type: str | None = None
+    scale_factor: int = 1
+    weight: float = 1.0
+    arrival_time: float = 0.0
+    total_steps: float | None = None
+    steps_done: float = 0.0
+    deadline: float | None = None
+    user: str | None = None
+    isolated_time: float = 0.0
+
+    @property
+    def remaining_steps(self) -> float | None:
+        return None if self.total_steps is None else max(self.total_steps - self.steps_done, 0.0)
+
+
+@dataclass(frozen=True)
+class Colocation:
+    """Steps/s of both jobs of a pair of job types sharing GPUs of `gpu_type`."""
+
+    types: tuple[str, str]
+    gpu_type: str
+    throughput: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Performance:
+    throughput: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
+    colocated: tuple[Colocation, ...] = ()
+    unconsolidated: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
+    cpu_time: Mapping[str, float] = field(default_factory=frozen_map)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One scheduling decision's inputs. `now` is the decision time in seconds (default: the
+    latest arrival); `source` is the file it came from, for error messages (not compared, so the
+    same instance read from two files is equal)."""
+
+    cluster: Cluster
+    jobs: tuple[Job, ...]
+    performance: Performance
+    name: str | None = None
+    now: float = 0.0
+    source: str | None = field(default=None, compare=False)
+
+    @property
+    def job_ids(self) -> tuple[str, ...]:
+        return tuple(job.id for job in self.jobs)

@@ -1,0 +1,108 @@
+"""The policy registry: name -> formulation, with Gavel's policy names as `gavel:` aliases."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from schedopt.backends import SolveOptions
+from schedopt.errors import PolicyError
+from schedopt.formulations import baselines, gavel
+from schedopt.formulations.blocks import Outcome
+from schedopt.formulations.inputs import ThroughputProblem
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A named policy. `objective` says what Result.objective means (with units); `run` takes
+    (problem, solver, options, **policy_options) and returns an Outcome."""
+
+    name: str
+    summary: str
+    objective: str
+    run: Callable[..., Outcome]
+    defaults: dict = field(default_factory=dict)
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        params = inspect.signature(self.run).parameters
+        return tuple(p for p in params if p not in ("problem", "solver", "options"))
+
+
+def _fifo(problem: ThroughputProblem, solver: str, options: SolveOptions, agnostic: bool = False,
+          seed: int = 0) -> Outcome:
+    order = np.argsort(-problem.time_since_arrival, kind="stable")  # earliest arrival first
+    return baselines.fifo(problem, order=order, agnostic=agnostic, seed=seed)
+
+
+def _closed_form(fn):
+    def run(problem: ThroughputProblem, solver: str, options: SolveOptions) -> Outcome:
+        return fn(problem)
+    return run
+
+
+_POLICIES = [
+    Policy("max_min_fairness", "Heterogeneity-aware max-min fairness over normalized throughputs (Gavel).",
+           "min over jobs of s*throughput/(weight*equal-share throughput) (dimensionless)",
+           gavel.max_min_fairness),
+    Policy("max_min_fairness_agnostic", "Max-min fairness of time shares, blind to GPU speed (LAS).",
+           "min over jobs of s*(time share)/weight (dimensionless)",
+           gavel.max_min_fairness, {"agnostic": True}),
+    Policy("min_makespan", "Minimize the time until every job finishes (exact single LP).",
+           "makespan in seconds", gavel.min_makespan),
+    Policy("min_makespan_agnostic", "Makespan LP that treats every GPU type as the job's fastest.",
+           "makespan in seconds under that assumption", gavel.min_makespan, {"agnostic": True}),
+    Policy("finish_time_fairness", "Minimize the worst finish-time ratio rho (Themis), exact bisection.",
+           "max over jobs of rho (dimensionless)", gavel.finish_time_fairness),
+    Policy("finish_time_fairness_agnostic", "Finish-time fairness treating every GPU type as the fastest.",
+           "max over jobs of rho under that assumption", gavel.finish_time_fairness,
+           {"agnostic": True}),
+    Policy("max_total_throughput", "Maximize the sum of jobs' effective throughputs (Gavel).",
+           "total steps/s", gavel.max_total_throughput),
+    Policy("min_cost", "Maximize throughput per dollar, meeting deadlines as SLOs where given.",
+           "sum of steps/s divided by $/GPU-hour", gavel.min_cost),
+    Policy("isolated", "Baseline: every job gets 1/M of each GPU type.", "none",
+           _closed_form(baselines.isolated)),
+    Policy("proportional", "Baseline: equal shares proportional to each type's GPU count.", "none",
+           _closed_form(baselines.proportional)),
+    Policy("fifo", "Baseline: arrival order, each job on its fastest type with room.", "none", _fifo),
+    Policy("fifo_agnostic", "Baseline: arrival order, each job on a random type with room.", "none",
+           _fifo, {"agnostic": True}),
+]
+
+POLICIES: dict[str, Policy] = {p.name: p for p in _POLICIES}
+
+# Gavel's policy names (scheduler/utils.py get_available_policies) -> (our policy, options).
+GAVEL_ALIASES: dict[str, tuple[str, dict]] = {
+    "max_min_fairness": ("max_min_fairness_agnostic", {}),
+    "max_min_fairness_perf": ("max_min_fairness", {}),
+    "min_total_duration": ("min_makespan_agnostic", {}),
+    "min_total_duration_perf": ("min_makespan", {}),
+    "finish_time_fairness": ("finish_time_fairness_agnostic", {}),
+    "finish_time_fairness_perf": ("finish_time_fairness", {}),
+    "max_sum_throughput_perf": ("max_total_throughput", {}),
+    "max_sum_throughput_normalized_by_cost_perf": ("min_cost", {"slos": False}),
+    "max_sum_throughput_normalized_by_cost_perf_SLOs": ("min_cost", {"slos": True}),
+    "isolated": ("isolated", {}),
+    "fifo": ("fifo_agnostic", {}),
+    "fifo_perf": ("fifo", {}),
+}
+
+
+def resolve(name: str) -> tuple[Policy, dict]:
+    """(policy, option overrides) for a policy name or a `gavel:NAME` alias."""
+    options: dict = {}
+    key = name.strip()
+    if key.startswith("gavel:"):
+        gavel_name = key[len("gavel:"):]
+        if gavel_name not in GAVEL_ALIASES:
+            raise PolicyError(f"unknown Gavel policy {gavel_name!r}; supported: "
+                              f"{', '.join(sorted(GAVEL_ALIASES))}")
+        key, options = GAVEL_ALIASES[gavel_name]
+    if key not in POLICIES:
+        raise PolicyError(f"unknown policy {name!r}; run `schedopt policies` for the list")
+    policy = POLICIES[key]
+    return policy, {**policy.defaults, **options}

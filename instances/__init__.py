@@ -1,0 +1,1 @@
+"""Example instance files bundled with schedopt (see README.md here); data only."""

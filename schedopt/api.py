@@ -25,12 +25,12 @@ def as_problem(instance: Instance | ThroughputProblem | str | Path) -> Throughpu
 
 
 def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "max_min_fairness",
-          solver: str = "highs", *, time_limit: float | None = None, mip_gap: float | None = None,
+          solver: str | None = None, *, time_limit: float | None = None, mip_gap: float | None = None,
           threads: int | None = None, verbose: bool = False, **policy_options) -> Result:
     """Solve `instance` with `policy` (a name from `schedopt policies` or `gavel:NAME`).
 
-    solver: backend name (highs, highs-ipm, glop, pdlp, cbc, cvxpy[:SOLVER]); time_limit in
-    seconds per solver call. Extra keyword arguments are the policy's own options (e.g.
+    solver: backend name (highs, highs-ipm, clarabel, glop, pdlp, cbc, cvxpy[:SOLVER]); None
+    picks the policy's default (chosen by measurement). time_limit: seconds per solver call. Extra keyword arguments are the policy's own options (e.g.
     `slos=False` for min_cost, `seed` for fifo_agnostic, `tolerance` for finish_time_fairness).
     """
     chosen, options = resolve(policy)
@@ -39,7 +39,7 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
         raise PolicyError(f"policy {chosen.name} has no option(s) {', '.join(sorted(unknown))}; "
                           f"it takes: {', '.join(chosen.option_names) or 'none'}")
     problem = as_problem(instance)
-    outcome = chosen.run(problem, solver,
+    outcome = chosen.run(problem, solver or chosen.solver,
                          SolveOptions(time_limit=time_limit, mip_gap=mip_gap, threads=threads,
                                       verbose=verbose),
                          **{**options, **policy_options})

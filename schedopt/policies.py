@@ -18,13 +18,15 @@ from schedopt.formulations.inputs import ThroughputProblem
 @dataclass(frozen=True)
 class Policy:
     """A named policy. `objective` says what Result.objective means (with units); `run` takes
-    (problem, solver, options, **policy_options) and returns an Outcome."""
+    (problem, solver, options, **policy_options) and returns an Outcome. `solver` is the
+    default backend, picked by measurement (benchmarks/README.md)."""
 
     name: str
     summary: str
     objective: str
     run: Callable[..., Outcome]
     defaults: dict = field(default_factory=dict)
+    solver: str = "highs"
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -47,23 +49,24 @@ def _closed_form(fn):
 _POLICIES = [
     Policy("max_min_fairness", "Heterogeneity-aware max-min fairness over normalized throughputs (Gavel).",
            "min over jobs of s*throughput/(weight*equal-share throughput) (dimensionless)",
-           gavel.max_min_fairness),
+           gavel.max_min_fairness, solver="clarabel"),
     Policy("max_min_fairness_agnostic", "Max-min fairness of time shares, blind to GPU speed (LAS).",
            "min over jobs of s*(time share)/weight (dimensionless)",
-           gavel.max_min_fairness, {"agnostic": True}),
+           gavel.max_min_fairness, {"agnostic": True}, solver="clarabel"),
     Policy("min_makespan", "Minimize the time until every job finishes (exact single LP).",
-           "makespan in seconds", gavel.min_makespan),
+           "makespan in seconds", gavel.min_makespan, solver="clarabel"),
     Policy("min_makespan_agnostic", "Makespan LP that treats every GPU type as the job's fastest.",
-           "makespan in seconds under that assumption", gavel.min_makespan, {"agnostic": True}),
+           "makespan in seconds under that assumption", gavel.min_makespan, {"agnostic": True},
+           solver="clarabel"),
     Policy("finish_time_fairness", "Minimize the worst finish-time ratio rho (Themis), exact bisection.",
            "max over jobs of rho (dimensionless)", gavel.finish_time_fairness),
     Policy("finish_time_fairness_agnostic", "Finish-time fairness treating every GPU type as the fastest.",
            "max over jobs of rho under that assumption", gavel.finish_time_fairness,
            {"agnostic": True}),
     Policy("max_total_throughput", "Maximize the sum of jobs' effective throughputs (Gavel).",
-           "total steps/s", gavel.max_total_throughput),
+           "total steps/s", gavel.max_total_throughput, solver="highs-ipm"),
     Policy("min_cost", "Maximize throughput per dollar, meeting deadlines as SLOs where given.",
-           "sum of steps/s divided by $/GPU-hour", gavel.min_cost),
+           "sum of steps/s divided by $/GPU-hour", gavel.min_cost, solver="highs-ipm"),
     Policy("isolated", "Baseline: every job gets 1/M of each GPU type.", "none",
            _closed_form(baselines.isolated)),
     Policy("proportional", "Baseline: equal shares proportional to each type's GPU count.", "none",

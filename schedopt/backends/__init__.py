@@ -1,7 +1,7 @@
 """Solver backends, selected by name and imported only when used.
 
 Names: ``highs`` (HiGHS via highspy, the default; ``highs-ipm`` forces its interior point),
-``glop``, ``pdlp``, ``cpsat`` (OR-Tools MathOpt), ``cbc`` (the CBC binary that PuLP ships),
+``clarabel`` (interior point, LPs only), ``glop``, ``pdlp``, ``cpsat`` (OR-Tools MathOpt), ``cbc`` (the CBC binary that PuLP ships),
 ``cvxpy`` or ``cvxpy:SOLVER`` (any solver cvxpy has installed, e.g. ``cvxpy:CLARABEL``).
 """
 
@@ -28,6 +28,7 @@ class Backend(Protocol):
 _REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "highs": ("schedopt.backends.highs", "HighsBackend", None),
     "highs-ipm": ("schedopt.backends.highs", "HighsBackend", "ipm"),
+    "clarabel": ("schedopt.backends.clarabel", "ClarabelBackend", None),
     "glop": ("schedopt.backends.ortools", "MathOptBackend", "glop"),
     "pdlp": ("schedopt.backends.ortools", "MathOptBackend", "pdlp"),
     "cpsat": ("schedopt.backends.ortools", "MathOptBackend", "cpsat"),

@@ -67,8 +67,11 @@ def base_rows(problem: ThroughputProblem, extra_cols: int = 0):
 
 
 def allocation_bounds(problem: ThroughputProblem) -> tuple[np.ndarray, np.ndarray]:
-    """Column bounds of X: 0 <= X[m,j] <= 1, and X[m,j] = 0 where job m cannot run on type j."""
-    upper = problem.runnable.astype(float).ravel()
+    """Column bounds of X: X[m,j] >= 0, and X[m,j] = 0 where job m cannot run on type j.
+
+    X[m,j] <= 1 is implied by sum_j X[m,j] <= 1, so it is not stated (fewer rows for IPMs).
+    """
+    upper = np.where(problem.runnable, np.inf, 0.0).ravel()
     return np.zeros_like(upper), upper
 
 
@@ -89,7 +92,8 @@ def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: s
     if result.x is None:
         return result, None
     M, J = problem.num_jobs, problem.num_types
-    X = np.clip(result.x[: M * J].reshape(M, J), 0.0, 1.0) + 0.0  # + 0.0 drops -0.0
+    X = np.clip(result.x[: M * J].reshape(M, J), 0.0, 1.0)
+    X[X < 1e-9] = 0.0  # interior-point dust (and -0.0); lowering X keeps every row feasible
     return result, X
 
 

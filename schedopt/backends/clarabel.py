@@ -1,0 +1,89 @@
+"""Clarabel (interior point, conic) called directly on the sparse LP: no modelling layer.
+
+Rows and column bounds become one nonnegative cone (A x <= u, -A x <= -l) plus a zero cone
+for equalities; fixed columns (l = u, e.g. X[m,j] = 0 where a job cannot run) are substituted
+out before the solve. LPs only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.errors import SolveError
+
+
+def _status_map(clarabel) -> dict:
+    s = clarabel.SolverStatus
+    return {
+        str(s.Solved): Status.OPTIMAL,
+        str(s.AlmostSolved): Status.FEASIBLE,
+        str(s.PrimalInfeasible): Status.INFEASIBLE,
+        str(s.AlmostPrimalInfeasible): Status.INFEASIBLE,
+        str(s.DualInfeasible): Status.UNBOUNDED,
+        str(s.AlmostDualInfeasible): Status.UNBOUNDED,
+        str(s.MaxTime): Status.ERROR,
+        str(s.MaxIterations): Status.ERROR,
+    }
+
+
+def conic_form(lp: LinearProgram):
+    """(q, A, b, n_eq, n_ineq, free, x_fixed, row_index, row_sign) of the conic LP over the
+    non-fixed columns: min q x  s.t.  A x + s = b, s in {0}^n_eq x R+^n_ineq."""
+    fixed = lp.col_lower == lp.col_upper
+    free = np.flatnonzero(~fixed)
+    x_fixed = np.where(fixed, lp.col_lower, 0.0)
+    A = lp.A.tocsc()
+    shift = A @ x_fixed
+    A_free = A[:, free]
+    sign = -1.0 if lp.maximize else 1.0
+    eq = np.isfinite(lp.row_upper) & (lp.row_lower == lp.row_upper)
+    up = np.isfinite(lp.row_upper) & ~eq
+    lo = np.isfinite(lp.row_lower) & ~eq
+    n = free.size
+    I = sp.identity(n, format="csr")
+    cu, cl = np.isfinite(lp.col_upper[free]), np.isfinite(lp.col_lower[free])
+    blocks = [A_free[eq], A_free[up], -A_free[lo], I[cu], -I[cl]]
+    rhs = [lp.row_upper[eq] - shift[eq], lp.row_upper[up] - shift[up],
+           -(lp.row_lower[lo] - shift[lo]), lp.col_upper[free][cu], -lp.col_lower[free][cl]]
+    row_index = np.concatenate([np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lo)])
+    row_sign = np.concatenate([np.ones(eq.sum()), np.ones(up.sum()), -np.ones(lo.sum())])
+    return (sign * lp.c[free], sp.vstack(blocks, format="csc"), np.concatenate(rhs),
+            int(eq.sum()), free, x_fixed, row_index, row_sign)
+
+
+class ClarabelBackend:
+    name = "clarabel"
+
+    def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
+        import clarabel
+
+        if lp.is_mip:
+            raise SolveError("clarabel solves LPs only; use highs, cpsat or cbc for integer programs")
+        q, A, b, n_eq, free, x_fixed, row_index, row_sign = conic_form(lp)
+        settings = clarabel.DefaultSettings()
+        settings.verbose = bool(options.verbose)
+        if options.time_limit is not None:
+            settings.time_limit = float(options.time_limit)
+        if options.threads is not None:
+            settings.max_threads = int(options.threads)
+        cones = [clarabel.ZeroConeT(n_eq)] if n_eq else []
+        cones.append(clarabel.NonnegativeConeT(A.shape[0] - n_eq))
+        P = sp.csc_matrix((free.size, free.size))
+        solution = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+        status = _status_map(clarabel).get(str(solution.status), Status.ERROR)
+        offset_fixed = float(lp.c @ x_fixed) + lp.objective_offset
+        if not status.has_solution:
+            return SolveResult(status, None, None, None, solution.solve_time, self.name,
+                               termination=str(solution.status))
+        x = x_fixed.copy()
+        x[free] = np.asarray(solution.x)
+        sign = -1.0 if lp.maximize else 1.0
+        objective = float(lp.c @ x) + lp.objective_offset
+        bound = sign * float(solution.obj_val_dual) + offset_fixed if status is Status.OPTIMAL else None
+        z = np.asarray(solution.z)[: row_index.size]
+        duals = np.zeros(lp.num_rows)
+        np.add.at(duals, row_index, -sign * row_sign * z)
+        return SolveResult(status, objective, bound, x, solution.solve_time, self.name,
+                           termination=str(solution.status), row_duals=duals)

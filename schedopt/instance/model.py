@@ -13,7 +13,7 @@ from typing import Mapping
 FORMAT = "schedopt-instance/1"
 
 
-def frozen_map(d: Mapping | None) -> Mapping:
+def frozen_map(d: Mapping | None = None) -> Mapping:
     """A read-only mapping (so frozen dataclasses stay immutable all the way down)."""
     return MappingProxyType(dict(d or {}))
 

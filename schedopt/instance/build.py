@@ -1,0 +1,74 @@
+"""Building the frozen `Instance` from a validated `schedopt-instance/1` document.
+
+Applies the format's defaults: `gpus_per_node` = count, derived nodes for GPUs `nodes` omits,
+job defaults (scale_factor 1, weight 1, times 0 s), `now` = latest arrival. Numbers become
+Python floats (steps/s, seconds, $/GPU-hour) and counts ints.
+"""
+
+from __future__ import annotations
+
+from schedopt.instance.model import (
+    Cluster, Colocation, CpuMachine, GpuType, Instance, Job, Node, Performance, frozen_map,
+)
+
+
+def _float(x: object) -> float | None:
+    return None if x is None else float(x)
+
+
+def _row(row: dict) -> dict:
+    return frozen_map({gpu: float(v) for gpu, v in row.items()})
+
+
+def _derived_nodes(gpu_types: dict[str, GpuType], listed: tuple[Node, ...]) -> tuple[Node, ...]:
+    """Nodes for the GPUs `listed` nodes leave out: `gpus_per_node` each (the last one partial),
+    ids `<type>-n<k>` (skipping ids already taken), all in rack r0."""
+    taken = {n.id for n in listed}
+    nodes = []
+    for t in gpu_types.values():
+        left = t.count - sum(n.gpus for n in listed if n.gpu_type == t.name)
+        full, rest = divmod(left, t.gpus_per_node)
+        sizes = [t.gpus_per_node] * full + ([rest] if rest else [])
+        ids = (f"{t.name}-n{k}" for k in range(len(taken) + len(sizes) + 1))
+        free_ids = [i for i in ids if i not in taken][: len(sizes)]
+        nodes += [Node(i, t.name, gpus) for i, gpus in zip(free_ids, sizes)]
+    return tuple(nodes)
+
+
+def _job(j: dict, table: dict, types: list[str]) -> Job:
+    row = j["throughput"] if "throughput" in j else table[j["type"]]
+    return Job(
+        id=j["id"], throughput=frozen_map({t: float(row[t]) for t in types}), type=j.get("type"),
+        scale_factor=int(j.get("scale_factor", 1)), weight=float(j.get("weight", 1.0)),
+        arrival_time=float(j.get("arrival_time", 0.0)), total_steps=_float(j.get("total_steps")),
+        steps_done=float(j.get("steps_done", 0.0)), deadline=_float(j.get("deadline")),
+        user=j.get("user"), isolated_time=float(j.get("isolated_time", 0.0)),
+    )
+
+
+def build_instance(doc: dict, source: str) -> Instance:
+    """The dataclasses of a document that passed validation (it is trusted here)."""
+    c, p = doc["cluster"], doc.get("performance", {})
+    gpu_types = {
+        name: GpuType(name, int(e["count"]), int(e.get("gpus_per_node", e["count"])),
+                      _float(e.get("cost_per_hour")))
+        for name, e in c["gpu_types"].items()
+    }
+    listed = tuple(Node(n["id"], n["gpu_type"], int(n["gpus"]), n.get("rack", "r0"))
+                   for n in c.get("nodes", []))
+    nodes = listed + _derived_nodes(gpu_types, listed)
+    cpus = tuple(CpuMachine(m["id"], int(m["cores"])) for m in c.get("cpu_machines", []))
+    table = {jt: _row(row) for jt, row in p.get("throughput", {}).items()}
+    jobs = tuple(_job(j, table, list(gpu_types)) for j in doc["jobs"])
+    performance = Performance(
+        throughput=frozen_map(table),
+        colocated=tuple(
+            Colocation(tuple(x["types"]), x["gpu_type"], tuple(float(v) for v in x["throughput"]))
+            for x in p.get("colocated", [])
+        ),
+        unconsolidated=frozen_map({jt: _row(row) for jt, row in p.get("unconsolidated", {}).items()}),
+        cpu_time=frozen_map({jid: float(s) for jid, s in p.get("cpu_time", {}).items()}),
+    )
+    now = float(doc["now"]) if "now" in doc else max((j.arrival_time for j in jobs), default=0.0)
+    cluster = Cluster(frozen_map(gpu_types), nodes, cpus)
+    return Instance(cluster, jobs, performance, doc.get("name"), now, source)

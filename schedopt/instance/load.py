@@ -1,0 +1,106 @@
+"""Reading instance files (JSON or YAML, parsed safely) into a validated, frozen `Instance`.
+
+Every failure is an `InstanceError` carrying one `Problem` per defect (file, path, message);
+nothing else escapes, whatever the file holds. Units as in `model`: steps/s, seconds, $/GPU-hour.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import yaml
+
+from schedopt.errors import InstanceError, Problem
+from schedopt.instance.build import build_instance
+from schedopt.instance.model import Instance
+from schedopt.instance.validate import find_problems
+from schedopt.instance.values import format_path
+
+_CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _parse_json(text: str) -> tuple[object, str | None]:
+    """(document, None) or (None, what is wrong). NaN/Infinity literals parse to non-finite
+    floats so that validation reports them at their path."""
+    try:
+        return json.loads(text, parse_constant=_CONSTANTS.__getitem__), None
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply to read"
+    except ValueError as e:  # an integer literal longer than Python's 4300-digit limit
+        return None, f"invalid JSON: {str(e).split(':')[0]}"
+
+
+def _parse_yaml(text: str) -> tuple[object, str | None]:
+    """(document, None) or (None, what is wrong). Only plain YAML: tags that would build Python
+    objects (`!!python/...`) are refused by `yaml.safe_load`, never executed."""
+    try:
+        return yaml.safe_load(text), None
+    except yaml.MarkedYAMLError as e:
+        mark, what = e.problem_mark or e.context_mark, " ".join(str(e.problem or e.context).split())
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        hint = " (only plain YAML is read; tags that build Python objects are refused)"
+        return None, f"invalid YAML{where}: {what}" + (hint if "constructor" in what else "")
+    except RecursionError:
+        return None, "invalid YAML: nested too deeply to read"
+    except (yaml.YAMLError, ValueError, TypeError) as e:  # e.g. a timestamp like 2020-13-45
+        return None, f"invalid YAML: {' '.join(str(e).split())}"
+
+
+def read_document(path: str | os.PathLike) -> object:
+    """The raw document in `path`: `.json` as JSON, `.yaml`/`.yml` as YAML, else JSON then YAML."""
+    source, suffix = str(path), Path(path).suffix.lower()
+
+    def fail(message: str) -> InstanceError:
+        return InstanceError([Problem(source, "", message)])
+
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except OSError as e:
+        raise fail(f"cannot read the file: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise fail(f"not UTF-8 text (undecodable byte at offset {e.start})") from None
+    if not text.strip():
+        raise fail("the file is empty" if not text else "the file holds only whitespace")
+    if suffix == ".json":
+        doc, error = _parse_json(text)
+    elif suffix in (".yaml", ".yml"):
+        doc, error = _parse_yaml(text)
+    else:
+        doc, error = _parse_json(text)
+        if error:
+            doc, error = _parse_yaml(text)
+            error = error and f"unknown suffix {suffix!r} (expected .json, .yaml or .yml) and {error}"
+    if error:
+        raise fail(error)
+    if doc is None:
+        raise fail("the file holds no document (only comments or null)")
+    return doc
+
+
+def parse_instance(doc: dict, source: str = "<memory>") -> Instance:
+    """Validate a parsed document (every problem collected) and build the `Instance`.
+
+    Raises InstanceError listing each problem as (source, path like `jobs[3].throughput.k80`, message).
+    """
+    problems = find_problems(doc)
+    if problems:
+        raise InstanceError([Problem(source, format_path(path), message) for path, message in problems])
+    return build_instance(doc, source)
+
+
+def load_instance(path: str | os.PathLike) -> Instance:
+    """Read, validate and build the instance in `path` (JSON or YAML); raises InstanceError."""
+    return parse_instance(read_document(path), str(path))
+
+
+def validate_file(path: str | os.PathLike) -> list[Problem]:
+    """Every problem with the instance file at `path`; an empty list means it is valid."""
+    try:
+        load_instance(path)
+    except InstanceError as e:
+        return e.problems
+    return []

@@ -1,0 +1,78 @@
+"""Writing an `Instance` back as a `schedopt-instance/1` document; `load_instance` round-trips it.
+
+Each job is written with its resolved `throughput` row (steps/s per GPU type) and its `type`
+label, and nodes are written explicitly, so the file needs no lookups to be read back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import yaml
+
+from schedopt.errors import InstanceError, Problem
+from schedopt.instance.model import FORMAT, Instance, Job
+
+
+def _some(d: dict) -> dict:
+    """Drop None values: an absent key means the default."""
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _floats(row) -> dict:
+    return {k: float(v) for k, v in row.items()}
+
+
+def _opt(x) -> float | None:
+    return None if x is None else float(x)
+
+
+def _job(j: Job) -> dict:
+    return _some({
+        "id": j.id, "type": j.type, "scale_factor": int(j.scale_factor), "weight": float(j.weight),
+        "arrival_time": float(j.arrival_time), "total_steps": _opt(j.total_steps),
+        "steps_done": float(j.steps_done), "deadline": _opt(j.deadline), "user": j.user,
+        "isolated_time": float(j.isolated_time), "throughput": _floats(j.throughput),
+    })
+
+
+def instance_to_dict(instance: Instance) -> dict:
+    """The instance as a plain document (dicts, lists, str, int, float) in format `schedopt-instance/1`."""
+    c, p = instance.cluster, instance.performance
+    gpu_types = {
+        t.name: _some({"count": int(t.count), "gpus_per_node": int(t.gpus_per_node),
+                       "cost_per_hour": _opt(t.cost_per_hour)})
+        for t in c.gpu_types.values()
+    }
+    nodes = [{"id": n.id, "gpu_type": n.gpu_type, "gpus": int(n.gpus), "rack": n.rack} for n in c.nodes]
+    cpus = [{"id": m.id, "cores": int(m.cores)} for m in c.cpu_machines]
+    performance = {
+        "throughput": {jt: _floats(row) for jt, row in p.throughput.items()},
+        "colocated": [
+            {"types": list(x.types), "gpu_type": x.gpu_type, "throughput": [float(v) for v in x.throughput]}
+            for x in p.colocated
+        ],
+        "unconsolidated": {jt: _floats(row) for jt, row in p.unconsolidated.items()},
+        "cpu_time": _floats(p.cpu_time),
+    }
+    return _some({
+        "format": FORMAT, "name": instance.name, "now": float(instance.now),
+        "cluster": _some({"gpu_types": gpu_types, "nodes": nodes, "cpu_machines": cpus or None}),
+        "jobs": [_job(j) for j in instance.jobs],
+        "performance": {k: v for k, v in performance.items() if v},
+    })
+
+
+def save_instance(instance: Instance, path: str | os.PathLike) -> None:
+    """Write `instance` to `path` as JSON (`.json`) or YAML (`.yaml`/`.yml`)."""
+    doc, suffix = instance_to_dict(instance), Path(path).suffix.lower()
+    if suffix == ".json":
+        text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    elif suffix in (".yaml", ".yml"):
+        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    else:
+        message = f"unknown suffix {suffix!r}; expected .json, .yaml or .yml"
+        raise InstanceError([Problem(str(path), "", message)])
+    Path(path).write_text(text)

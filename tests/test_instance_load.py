@@ -1,0 +1,367 @@
+"""Valid instances: parsed into the expected dataclasses, defaults applied, saved and read back."""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from schedopt.errors import InstanceError
+from schedopt.instance import instance_to_dict, load_instance, parse_instance, save_instance, validate_file
+from schedopt.instance.model import Cluster, Colocation, CpuMachine, GpuType, Instance, Job, Node, Performance
+from schedopt.instance.validate import schema
+
+TINY = {
+    "format": "schedopt-instance/1",
+    "name": "tiny",
+    "cluster": {"gpu_types": {"v100": {"count": 2, "cost_per_hour": 2.48}, "k80": {"count": 3, "gpus_per_node": 2}}},
+    "jobs": [
+        {"id": "a", "type": "resnet", "weight": 2, "arrival_time": 5, "total_steps": 1000, "steps_done": 10},
+        {"id": "b", "throughput": {"v100": 4, "k80": 0}, "scale_factor": 2, "deadline": 3600, "user": "alice"},
+    ],
+    "performance": {"throughput": {"resnet": {"v100": 3.5, "k80": 1}}},
+}
+
+# The example of docs/instance-format.md, with nodes completed to match the counts and the
+# "LM (batch size 20)" row added (the doc's own example leaves both out and so does not validate).
+CONTRACT_EXAMPLE = """
+format: schedopt-instance/1
+name: small-heterogeneous
+cluster:
+  gpu_types:
+    v100: {count: 8, gpus_per_node: 4, cost_per_hour: 2.48}
+    p100: {count: 8, gpus_per_node: 4, cost_per_hour: 1.46}
+    k80:  {count: 8, gpus_per_node: 4, cost_per_hour: 0.45}
+  nodes:
+    - {id: n0, gpu_type: v100, gpus: 4, rack: r0}
+    - {id: n1, gpu_type: v100, gpus: 4, rack: r1}
+    - {id: n2, gpu_type: p100, gpus: 8}
+    - {id: n3, gpu_type: k80, gpus: 8}
+  cpu_machines:
+    - {id: c0, cores: 32}
+jobs:
+  - id: j0
+    type: "ResNet-50 (batch size 64)"
+    scale_factor: 1
+    weight: 1.0
+    arrival_time: 0.0
+    total_steps: 100000
+    steps_done: 0
+    deadline: null
+    user: alice
+    throughput: {v100: 3.1, p100: 1.9, k80: 0.6}
+performance:
+  throughput:
+    "ResNet-50 (batch size 64)": {v100: 3.1, p100: 1.9, k80: 0.6}
+    "LM (batch size 20)": {v100: 2.2, p100: 1.2, k80: 0.3}
+  colocated:
+    - {types: ["ResNet-50 (batch size 64)", "LM (batch size 20)"], gpu_type: v100,
+       throughput: [2.0, 1.1]}
+  unconsolidated:
+    "ResNet-50 (batch size 64)": {v100: 2.5, p100: 1.6, k80: 0.5}
+  cpu_time:
+    j0: 5400.0
+"""
+
+
+def test_tiny_document_parses_into_the_expected_dataclasses():
+    inst = parse_instance(copy.deepcopy(TINY))
+    assert inst.cluster.gpu_types == {
+        "v100": GpuType("v100", 2, 2, 2.48),
+        "k80": GpuType("k80", 3, 2, None),
+    }
+    assert inst.cluster.nodes == (
+        Node("v100-n0", "v100", 2, "r0"),
+        Node("k80-n0", "k80", 2, "r0"),
+        Node("k80-n1", "k80", 1, "r0"),
+    )
+    assert inst.jobs == (
+        Job("a", {"v100": 3.5, "k80": 1.0}, "resnet", 1, 2.0, 5.0, 1000.0, 10.0, None, None, 0.0),
+        Job("b", {"v100": 4.0, "k80": 0.0}, None, 2, 1.0, 0.0, None, 0.0, 3600.0, "alice", 0.0),
+    )
+    assert inst.performance == Performance(throughput={"resnet": {"v100": 3.5, "k80": 1.0}})
+    assert (inst.name, inst.now, inst.source) == ("tiny", 5.0, "<memory>")
+    assert inst.jobs[0].remaining_steps == 990.0
+
+
+def test_numbers_are_stored_as_float_and_counts_as_int():
+    inst = parse_instance(copy.deepcopy(TINY))
+    assert type(inst.cluster.gpu_types["k80"].count) is int
+    assert type(inst.jobs[1].scale_factor) is int
+    assert all(type(v) is float for job in inst.jobs for v in job.throughput.values())
+    assert type(inst.jobs[0].weight) is float and type(inst.jobs[0].arrival_time) is float
+
+
+def test_integral_floats_are_accepted_as_integers():
+    doc = copy.deepcopy(TINY)
+    doc["cluster"]["gpu_types"]["v100"]["count"] = 2.0
+    doc["jobs"][1]["scale_factor"] = 2.0
+    inst = parse_instance(doc)
+    assert inst.cluster.gpu_types["v100"].count == 2 and type(inst.cluster.gpu_types["v100"].count) is int
+    assert inst.jobs[1].scale_factor == 2 and type(inst.jobs[1].scale_factor) is int
+
+
+def test_dataclasses_are_read_only():
+    inst = parse_instance(copy.deepcopy(TINY))
+    with pytest.raises(TypeError):
+        inst.jobs[0].throughput["v100"] = 9.0
+    with pytest.raises(TypeError):
+        inst.performance.throughput["resnet"]["k80"] = 9.0
+
+
+def test_own_row_overrides_type_and_type_is_kept_as_label():
+    doc = copy.deepcopy(TINY)
+    doc["jobs"][0]["throughput"] = {"v100": 9.0, "k80": 0.25}
+    inst = parse_instance(doc)
+    assert dict(inst.jobs[0].throughput) == {"v100": 9.0, "k80": 0.25}
+    assert inst.jobs[0].type == "resnet"
+
+
+def test_own_row_needs_no_performance_table_and_type_label_need_not_exist():
+    doc = copy.deepcopy(TINY)
+    del doc["performance"]
+    doc["jobs"][0].update(type="unknown-label", throughput={"v100": 1, "k80": 2})
+    inst = parse_instance(doc)
+    assert dict(inst.jobs[0].throughput) == {"v100": 1.0, "k80": 2.0}
+    assert inst.performance == Performance()
+
+
+def test_type_lookup_fails_without_performance_table():
+    doc = copy.deepcopy(TINY)
+    del doc["performance"]
+    with pytest.raises(InstanceError) as info:
+        parse_instance(doc, "x.yaml")
+    assert [str(p) for p in info.value.problems] == [
+        "x.yaml: jobs[0].type: job 'a' has no own throughput row and its type 'resnet' is not in performance.throughput"
+    ]
+
+
+def test_explicit_zero_means_cannot_run_there_and_is_valid():
+    doc = copy.deepcopy(TINY)
+    doc["performance"]["throughput"]["resnet"]["k80"] = 0
+    assert parse_instance(doc).jobs[0].throughput["k80"] == 0.0
+
+
+def test_job_that_fits_only_where_throughput_is_zero_can_run_nowhere():
+    doc = copy.deepcopy(TINY)
+    doc["jobs"][1].update(scale_factor=3, throughput={"v100": 4, "k80": 0})  # only k80 has 3 GPUs
+    with pytest.raises(InstanceError) as info:
+        parse_instance(doc)
+    assert info.value.problems[0].path == "jobs[1]"
+    assert "can run nowhere: throughput is 0 on every GPU type with >= 3 GPUs (k80)" in info.value.problems[0].message
+
+
+def test_now_defaults_to_latest_arrival_or_zero_and_can_be_given():
+    doc = copy.deepcopy(TINY)
+    doc["jobs"][1]["arrival_time"] = 7.5
+    assert parse_instance(doc).now == 7.5
+    doc["now"] = 100
+    assert parse_instance(doc).now == 100.0
+    empty = {"format": "schedopt-instance/1", "cluster": {"gpu_types": {"v100": {"count": 1}}}, "jobs": []}
+    assert parse_instance(empty).now == 0.0 and parse_instance(empty).jobs == ()
+
+
+def test_isolated_time_extension():
+    doc = copy.deepcopy(TINY)
+    doc["jobs"][0]["isolated_time"] = 120
+    assert parse_instance(doc).jobs[0].isolated_time == 120.0
+    doc["jobs"][0]["isolated_time"] = -1
+    with pytest.raises(InstanceError, match=r"jobs\[0\].isolated_time: expected a finite number >= 0, got -1"):
+        parse_instance(doc)
+
+
+def test_derived_nodes_partial_last_node_and_default_gpus_per_node():
+    doc = copy.deepcopy(TINY)
+    doc["cluster"]["gpu_types"] = {"v100": {"count": 10, "gpus_per_node": 4}, "k80": {"count": 3}}
+    doc["jobs"] = []
+    inst = parse_instance(doc)
+    assert [(n.id, n.gpus, n.rack) for n in inst.cluster.nodes] == [
+        ("v100-n0", 4, "r0"), ("v100-n1", 4, "r0"), ("v100-n2", 2, "r0"), ("k80-n0", 3, "r0"),
+    ]
+    assert inst.cluster.gpu_types["k80"].gpus_per_node == 3
+
+
+def test_contract_example_loads_with_every_section():
+    inst = parse_instance(yaml.safe_load(CONTRACT_EXAMPLE))
+    assert inst.cluster.type_names == ("v100", "p100", "k80")
+    assert inst.cluster.nodes[1] == Node("n1", "v100", 4, "r1")
+    assert inst.cluster.nodes[2].rack == "r0"
+    assert inst.cluster.cpu_machines == (CpuMachine("c0", 32),)
+    assert inst.performance.colocated == (
+        Colocation(("ResNet-50 (batch size 64)", "LM (batch size 20)"), "v100", (2.0, 1.1)),
+    )
+    assert inst.performance.unconsolidated["ResNet-50 (batch size 64)"]["p100"] == 1.6
+    assert dict(inst.performance.cpu_time) == {"j0": 5400.0}
+    assert inst.jobs[0].user == "alice" and inst.jobs[0].deadline is None and inst.jobs[0].total_steps == 100000.0
+
+
+# The example exactly as docs/instance-format.md writes it: one explicit node (4 of the 8 V100s;
+# the rest are derived) and a co-location entry for a job type no queued job has.
+CONTRACT_EXAMPLE_VERBATIM = """
+format: schedopt-instance/1
+name: small-heterogeneous
+cluster:
+  gpu_types:
+    v100: {count: 8, gpus_per_node: 4, cost_per_hour: 2.48}
+    p100: {count: 8, gpus_per_node: 4, cost_per_hour: 1.46}
+    k80:  {count: 8, gpus_per_node: 4, cost_per_hour: 0.45}
+  nodes:
+    - {id: n0, gpu_type: v100, gpus: 4, rack: r0}
+  cpu_machines:
+    - {id: c0, cores: 32}
+jobs:
+  - id: j0
+    type: "ResNet-50 (batch size 64)"
+    scale_factor: 1
+    weight: 1.0
+    arrival_time: 0.0
+    total_steps: 100000
+    steps_done: 0
+    deadline: null
+    user: alice
+    throughput: {v100: 3.1, p100: 1.9, k80: 0.6}
+performance:
+  throughput:
+    "ResNet-50 (batch size 64)": {v100: 3.1, p100: 1.9, k80: 0.6}
+  colocated:
+    - {types: ["ResNet-50 (batch size 64)", "LM (batch size 20)"], gpu_type: v100,
+       throughput: [2.0, 1.1]}
+  unconsolidated:
+    "ResNet-50 (batch size 64)": {v100: 2.5, p100: 1.6, k80: 0.5}
+  cpu_time:
+    j0: 5400.0
+"""
+
+
+def test_contract_example_verbatim_loads_and_derives_the_nodes_it_omits():
+    inst = parse_instance(yaml.safe_load(CONTRACT_EXAMPLE_VERBATIM))
+    nodes = inst.cluster.nodes
+    assert nodes[0] == Node("n0", "v100", 4, "r0")
+    assert [(n.id, n.gpu_type, n.gpus) for n in nodes[1:]] == [
+        ("v100-n0", "v100", 4), ("p100-n0", "p100", 4), ("p100-n1", "p100", 4),
+        ("k80-n0", "k80", 4), ("k80-n1", "k80", 4)]
+    assert sum(n.gpus for n in nodes) == 24
+    assert inst.performance.colocated[0].types == ("ResNet-50 (batch size 64)", "LM (batch size 20)")
+
+
+def test_derived_node_ids_skip_ids_the_file_already_uses():
+    doc = yaml.safe_load(CONTRACT_EXAMPLE_VERBATIM)
+    doc["cluster"]["nodes"] = [{"id": "v100-n0", "gpu_type": "v100", "gpus": 2}]
+    ids = [n.id for n in parse_instance(doc).cluster.nodes if n.gpu_type == "v100"]
+    assert ids == ["v100-n0", "v100-n1", "v100-n2"] and len(set(ids)) == 3
+
+
+
+def test_yaml_and_json_files_give_equal_instances(tmp_path):
+    doc = yaml.safe_load(CONTRACT_EXAMPLE)
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    (tmp_path / "a.yaml").write_text(CONTRACT_EXAMPLE)
+    from_json, from_yaml = load_instance(tmp_path / "a.json"), load_instance(str(tmp_path / "a.yaml"))
+    assert from_json == from_yaml
+    assert from_json.source == str(tmp_path / "a.json")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".yml"])
+def test_save_then_load_round_trips(tmp_path, suffix):
+    for inst in (parse_instance(copy.deepcopy(TINY)), parse_instance(yaml.safe_load(CONTRACT_EXAMPLE))):
+        path = tmp_path / f"out{suffix}"
+        save_instance(inst, path)
+        assert load_instance(path) == inst
+        assert validate_file(path) == []
+
+
+def test_instance_to_dict_writes_resolved_rows_labels_and_explicit_nodes():
+    doc = instance_to_dict(parse_instance(copy.deepcopy(TINY)))
+    assert doc["jobs"][0]["type"] == "resnet"
+    assert doc["jobs"][0]["throughput"] == {"v100": 3.5, "k80": 1.0}
+    assert doc["cluster"]["nodes"][0] == {"id": "v100-n0", "gpu_type": "v100", "gpus": 2, "rack": "r0"}
+    assert doc["performance"] == {"throughput": {"resnet": {"v100": 3.5, "k80": 1.0}}}
+    assert json.loads(json.dumps(doc)) == doc  # plain data only
+    assert parse_instance(doc) == parse_instance(copy.deepcopy(TINY))
+
+
+def test_save_to_unknown_suffix_is_an_instance_error(tmp_path):
+    with pytest.raises(InstanceError, match="unknown suffix '.txt'"):
+        save_instance(parse_instance(copy.deepcopy(TINY)), tmp_path / "x.txt")
+
+
+def test_unknown_suffix_is_read_as_json_or_yaml(tmp_path):
+    (tmp_path / "a.instance").write_text(json.dumps(TINY))
+    (tmp_path / "b.instance").write_text(yaml.safe_dump(TINY, sort_keys=False))
+    assert load_instance(tmp_path / "a.instance") == load_instance(tmp_path / "b.instance")
+
+
+def test_validate_file_returns_all_three_problems(tmp_path):
+    doc = copy.deepcopy(TINY)
+    doc["jobs"][0]["weight"] = -2
+    doc["jobs"][1]["throughput"]["tpu"] = 1.0
+    doc["cluster"]["gpu_types"]["k80"]["count"] = True
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    problems = validate_file(path)
+    assert [(p.file, p.path) for p in problems] == [
+        (str(path), "cluster.gpu_types.k80.count"),
+        (str(path), "jobs[0].weight"),
+        (str(path), "jobs[1].throughput.tpu"),
+    ]
+    assert problems[0].message == "expected an integer >= 1, got true"
+    assert problems[1].message == "expected a finite number > 0, got -2"
+    assert problems[2].message == "unknown GPU type 'tpu'; expected one of cluster.gpu_types: v100, k80"
+
+
+def test_odd_keys_are_quoted_in_paths():
+    doc = copy.deepcopy(TINY)
+    doc["performance"]["throughput"] = {"ResNet-50 (batch 64)": {"v100": -1, "k80": 1}}
+    doc["jobs"][0]["type"] = "ResNet-50 (batch 64)"
+    with pytest.raises(InstanceError) as info:
+        parse_instance(doc)
+    assert info.value.problems[0].path == "performance.throughput['ResNet-50 (batch 64)'].v100"
+
+
+def test_instance_error_str_is_a_single_line_even_with_newlines_in_keys():
+    doc = copy.deepcopy(TINY)
+    doc["jobs"][0]["line\nbreak"] = 1
+    doc["jobs"][1]["id"] = "two\nlines"
+    with pytest.raises(InstanceError) as info:
+        parse_instance(doc)
+    assert "\n" not in str(info.value)
+    assert all("\n" not in str(p) for p in info.value.problems)
+
+
+def test_shipped_schema_is_valid_draft_2020_12_and_is_package_data():
+    shipped = json.loads(resources.files("schedopt.instance").joinpath("schema.json").read_text())
+    Draft202012Validator.check_schema(shipped)
+    assert shipped == schema()
+    assert Draft202012Validator(shipped).is_valid(json.loads(json.dumps(TINY)))
+    assert set(shipped["properties"]) == {"format", "name", "now", "cluster", "jobs", "performance"}
+
+
+def test_in_memory_documents_with_non_json_values_are_instance_errors():
+    loop: list = []
+    loop.append(loop)
+    for doc in (None, 3, "x", [], {"format": loop}, {"format": {1: 2}}, {"format": object()}, {"jobs": [{"id": 10**5000}]}):
+        with pytest.raises(InstanceError):
+            parse_instance(doc)
+
+
+def test_instance_equality_ignores_source():
+    a = parse_instance(copy.deepcopy(TINY), "a.json")
+    b = parse_instance(copy.deepcopy(TINY), "b.yaml")
+    assert a == b and isinstance(a, Instance) and isinstance(a.cluster, Cluster)
+
+
+BUNDLED = sorted(p for p in (Path(__file__).parents[1] / "instances").iterdir() if p.suffix in {".json", ".yaml", ".yml"})
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
+def test_bundled_instances_are_valid_and_round_trip(path, tmp_path):
+    inst = load_instance(path)
+    assert validate_file(path) == [] and len(inst.jobs) > 0
+    for suffix in (".json", ".yaml"):
+        save_instance(inst, tmp_path / f"copy{suffix}")
+        assert load_instance(tmp_path / f"copy{suffix}") == inst

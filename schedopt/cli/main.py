@@ -1,0 +1,171 @@
+"""`schedopt` command line: solve, validate, policies, demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from schedopt.api import solve as solve_instance
+from schedopt.backends import BACKEND_NAMES, recording
+from schedopt.cli import render
+from schedopt.errors import InstanceError, SchedoptError
+from schedopt.instance import load_instance, validate_file
+from schedopt.policies import GAVEL_ALIASES, POLICIES, resolve
+
+EXIT_USER_ERROR = 2
+DEMO_INSTANCE = "small-heterogeneous.yaml"
+
+
+def fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_USER_ERROR)
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """`key=value` with value read as JSON when it parses (numbers, true/false), else a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        fail(f"--option expects KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+class OneLineErrors(click.Group):
+    """Turns schedopt's own errors into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except SchedoptError as exc:
+            fail(str(exc).replace("\n", " "))
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="schedopt")
+def main():
+    """schedopt: GPU-cluster scheduling policies as LPs/MILPs, solved exactly.
+
+    An instance file (JSON or YAML, format schedopt-instance/1) holds the GPU types, the
+    performance-model matrix (steps/s of each job on each type) and the job queue. Pick a policy
+    (`schedopt policies`) and get an allocation: the fraction of time each job holds its GPUs
+    of each type. Errors print one line and exit with code 2.
+    """
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--policy", "-p", default="max_min_fairness", show_default=True,
+              help="Policy name from `schedopt policies`, or a Gavel name as gavel:NAME.")
+@click.option("--solver", "-s", default=None,
+              help=f"Solver backend: {', '.join(BACKEND_NAMES)}. Default: the policy's own, "
+                   "picked by measurement (see `schedopt policies`).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per solver call; a time-limited solve reports status 'feasible' "
+                   "with its bound.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads.")
+@click.option("--option", "-o", "policy_options", multiple=True, metavar="KEY=VALUE",
+              help="Policy option, repeatable (e.g. -o slos=false for min_cost, -o seed=3).")
+@click.option("--json", "as_json", is_flag=True, help="Print the schedopt-result/1 JSON document.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the JSON result document to this file.")
+@click.option("--export-mps", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the (last) LP the policy solved to this file in MPS format.")
+@click.option("--max-rows", type=click.IntRange(min=0), default=40, show_default=True,
+              help="Jobs shown in the table (the JSON output always has all).")
+@click.option("--verbose", "-v", is_flag=True, help="Show the solver's log.")
+def solve(file, policy, solver, time_limit, threads, policy_options, as_json, output, export_mps,
+          max_rows, verbose):
+    """Solve the instance FILE with a policy and print the allocation."""
+    chosen, _ = resolve(policy)
+    instance = load_instance(file)
+    options = dict(parse_option(text) for text in policy_options)
+    with recording() as programs:
+        result = solve_instance(instance, policy, solver, time_limit=time_limit, threads=threads,
+                                verbose=verbose, **options)
+    if export_mps is not None:
+        if not programs:
+            fail(f"policy {chosen.name} solves no LP, so there is nothing to export")
+        from schedopt.backends.mps import write_mps
+        write_mps(programs[-1], export_mps)
+    document = result.to_dict()
+    if output is not None:
+        output.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
+    if as_json:
+        click.echo(json.dumps(document, indent=1, allow_nan=False))
+    else:
+        click.echo(render.summary(result, chosen.objective))
+        click.echo()
+        click.echo(render.allocation_table(result, max_rows))
+    if not result.status.has_solution:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+def validate(files):
+    """Check instance FILES against the format; list every problem (file: field: expected)."""
+    bad = 0
+    for file in files:
+        problems = validate_file(file)
+        if problems:
+            bad += 1
+            for problem in problems:
+                click.echo(str(problem), err=True)
+        else:
+            instance = load_instance(file)
+            click.echo(f"{file}: ok ({len(instance.jobs)} jobs, "
+                       f"{len(instance.cluster.gpu_types)} GPU types)")
+    if bad:
+        sys.exit(EXIT_USER_ERROR)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def policies(as_json):
+    """List every policy with a one-line description and its Gavel name."""
+    gavel_names = {}
+    for gavel_name, (ours, options) in GAVEL_ALIASES.items():
+        gavel_names.setdefault(ours, []).append(f"gavel:{gavel_name}")
+    if as_json:
+        click.echo(json.dumps([{"name": p.name, "summary": p.summary, "objective": p.objective,
+                                "default_solver": p.solver,
+                                "options": list(p.option_names),
+                                "gavel_aliases": gavel_names.get(p.name, [])}
+                               for p in POLICIES.values()], indent=1))
+        return
+    rows = [[p.name, p.summary, p.solver if p.objective != "none" else "-",
+             ", ".join(gavel_names.get(p.name, []))] for p in POLICIES.values()]
+    click.echo(render.table(["policy", "description", "solver", "Gavel name"], rows))
+
+
+@main.command()
+@click.option("--policy", "-p", "policy_names", multiple=True,
+              default=("max_min_fairness", "max_min_fairness_agnostic", "min_makespan", "fifo"),
+              show_default=True, help="Policies to compare (repeatable).")
+def demo(policy_names):
+    """Solve the bundled small heterogeneous instance with a few policies and compare them."""
+    source = resources.files("schedopt.instances").joinpath(DEMO_INSTANCE)
+    with resources.as_file(source) as path:
+        instance = load_instance(path)
+    click.echo(f"instance: {instance.name} ({len(instance.jobs)} jobs; "
+               + ", ".join(f"{t.count} {name}" for name, t in instance.cluster.gpu_types.items())
+               + " GPUs)\n")
+    rows = []
+    for name in policy_names:
+        result = solve_instance(instance, name)
+        thr = result.effective_throughput
+        rows.append([name, result.status.value, render.number(result.objective),
+                     f"{thr.sum():.4g}", f"{thr.min():.4g}", f"{result.solve_seconds:.3f}"])
+    click.echo(render.table(["policy", "status", "objective", "total steps/s",
+                             "min job steps/s", "seconds"], rows))
+    click.echo("\nNext: schedopt solve instances/tiny.json --policy max_min_fairness")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The CLI as a user runs it: exit codes, one-line errors, table and JSON output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from schedopt.cli.main import main
+from schedopt.instance import load_instance
+from schedopt.policies import GAVEL_ALIASES, POLICIES
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = str(ROOT / "instances" / "tiny.json")
+MALFORMED = sorted((ROOT / "tests" / "malformed").iterdir())
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.name)
+def test_every_malformed_file_gives_one_line_and_exit_2(path):
+    for command in (["solve", str(path)], ["validate", str(path)]):
+        result = run(*command)
+        assert result.exit_code == 2, (command, result.output)
+        lines = result.stderr.strip().splitlines()
+        assert lines and "Traceback" not in result.stderr
+        assert path.name in lines[0]
+        if command[0] == "solve":
+            assert len(lines) == 1 and lines[0].startswith("error: ")
+
+
+def test_solve_tiny_prints_the_hand_computed_optimum_as_a_table():
+    result = run("solve", TINY)
+    assert result.exit_code == 0
+    assert "status     optimal" in result.output
+    assert "objective  1.25" in result.output
+    assert "0.7500" in result.output and "0.8125" in result.output
+
+
+def test_solve_json_is_the_result_document():
+    result = run("solve", TINY, "--policy", "gavel:max_min_fairness_perf", "--json")
+    doc = json.loads(result.output)
+    assert doc["format"] == "schedopt-result/1" and doc["policy"] == "max_min_fairness"
+    assert doc["status"] == "optimal"
+    assert doc["objective"] == pytest.approx(1.25, rel=1e-6)
+    assert doc["allocation"]["a"] == pytest.approx({"fast": 0.75, "slow": 0.25}, abs=1e-6)
+    assert doc["effective_throughput"]["c"] == pytest.approx(4 * 0.1875 + 0.8125, rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["highs", "clarabel", "glop", "cbc", "cvxpy:CLARABEL"])
+def test_solve_with_each_solver_name(solver):
+    doc = json.loads(run("solve", TINY, "--solver", solver, "--json").output)
+    assert doc["objective"] == pytest.approx(1.25, rel=1e-6)
+
+
+def test_output_and_export_mps_write_files_that_reproduce_the_optimum(tmp_path):
+    import highspy
+
+    out, mps = tmp_path / "r.json", tmp_path / "m.mps"
+    result = run("solve", TINY, "-p", "min_makespan", "--output", str(out), "--export-mps", str(mps))
+    assert result.exit_code == 0
+    doc = json.loads(out.read_text())
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(mps))
+    h.run()
+    z = h.getInfo().objective_function_value
+    assert z > 0 and doc["status"] == "optimal"
+    # The LP maximizes z = D / makespan, D = the largest best-case job time (seconds).
+    jobs = load_instance(TINY).jobs
+    best_case = max(job.remaining_steps / max(job.throughput.values()) for job in jobs)
+    assert best_case / z == pytest.approx(doc["objective"], rel=1e-6)
+
+
+def test_export_mps_of_a_baseline_is_a_one_line_error(tmp_path):
+    result = run("solve", TINY, "-p", "fifo", "--export-mps", str(tmp_path / "m.mps"))
+    assert result.exit_code == 2 and result.stderr.startswith("error: policy fifo solves no LP")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["solve", TINY, "-p", "nope"], "unknown policy 'nope'"),
+    (["solve", TINY, "-p", "gavel:nope"], "unknown Gavel policy 'nope'"),
+    (["solve", TINY, "-s", "gurobi"], "unknown solver 'gurobi'"),
+    (["solve", TINY, "-o", "bogus=1"], "has no option(s) bogus"),
+    (["solve", TINY, "-o", "novalue"], "expects KEY=VALUE"),
+    (["solve", "/nonexistent/file.json"], "/nonexistent/file.json"),
+])
+def test_user_errors_are_one_line_with_exit_2(args, message):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_infeasible_slos_are_named_and_exit_1(tmp_path):
+    doc = json.loads(Path(TINY).read_text())
+    doc["jobs"][0]["deadline"] = 1.0  # needs total_steps steps/s: impossible
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps(doc))
+    result = run("solve", str(path), "-p", "min_cost", "--json")
+    assert result.exit_code == 1
+    out = json.loads(result.output)
+    assert out["status"] == "infeasible" and "a" in out["infeasible_slos"]
+
+
+def test_policies_lists_every_policy_and_alias():
+    text = run("policies").output
+    for name in POLICIES:
+        assert name in text
+    listing = json.loads(run("policies", "--json").output)
+    aliases = {a for p in listing for a in p["gavel_aliases"]}
+    assert aliases == {f"gavel:{name}" for name in GAVEL_ALIASES}
+
+
+def test_validate_reports_ok_for_bundled_instances():
+    files = sorted(str(p) for p in (ROOT / "instances").glob("*.*") if p.suffix in (".json", ".yaml"))
+    result = run("validate", *files)
+    assert result.exit_code == 0 and result.output.count(": ok (") == len(files) == 4
+
+
+def test_demo_runs_from_the_installed_console_script():
+    done = subprocess.run([sys.executable, "-m", "schedopt.cli.main", "demo"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "max_min_fairness" in done.stdout and "optimal" in done.stdout

@@ -19,22 +19,24 @@ def _baseline(X: np.ndarray, name: str, **details) -> Outcome:
 
 
 def isolated(problem: ThroughputProblem) -> Outcome:
-    """Each job gets 1/M of every type: X[m,j] = (c_j / M) / s_m, rows scaled to sum <= 1."""
+    """Each job gets 1/M of every type: X[m,j] = (c_j / M) / s_m, rows scaled to sum <= 1,
+    and 0 where the job cannot run (Gavel's share, less what the job could not use)."""
     if problem.num_jobs == 0:
         return _baseline(np.zeros((0, problem.num_types)), "closed-form")
-    return _baseline(isolated_allocation(problem), "closed-form")
+    return _baseline(isolated_allocation(problem) * problem.runnable, "closed-form")
 
 
 def proportional(problem: ThroughputProblem) -> Outcome:
     """Every job gets the same share of each type, in proportion to its count:
-    X[m,j] = (c_j / C) * min(1, C / sum_m s_m), with C = sum_j c_j, so that the cluster fits.
+    X[m,j] = (c_j / C) * min(1, C / sum_m s_m), with C = sum_j c_j, so that the cluster fits,
+    and 0 where the job cannot run.
 
     Gavel's ProportionalPolicy returns c_j / C without the second factor, which overfills
     the cluster whenever the jobs ask for more GPUs than it has; it serves as a normalizer there.
     """
     C = problem.capacity.sum()
     fit = min(1.0, C / problem.scale_factor.sum()) if problem.num_jobs else 1.0
-    X = np.tile(problem.capacity / C * fit, (problem.num_jobs, 1))
+    X = np.tile(problem.capacity / C * fit, (problem.num_jobs, 1)) * problem.runnable
     return _baseline(X, "closed-form")
 
 

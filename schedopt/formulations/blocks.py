@@ -53,14 +53,16 @@ def column(values: np.ndarray, col: int, num_cols: int) -> sp.csr_matrix:
     return sp.csr_matrix((values, (np.arange(n), np.full(n, col))), shape=(n, num_cols))
 
 
-def base_rows(problem: ThroughputProblem, extra_cols: int = 0):
+def base_rows(problem: ThroughputProblem, extra_cols: int = 0, job_scale: np.ndarray | None = None):
     """Gavel's base constraints as (A, lower, upper), rows scaled to O(1) coefficients.
 
     Per job: sum_j X[m,j] <= 1.  Per type: sum_m (s_m / c_j) X[m,j] <= 1 (capacity / c_j).
+    With `job_scale` the columns hold Y = X / job_scale[m] (see `solve_allocation_lp`).
     """
     M, J = problem.num_jobs, problem.num_types
-    time_rows = per_job_rows(np.ones((M, J)), extra_cols)
-    share = problem.scale_factor[:, None] / np.maximum(problem.capacity, 1e-300)[None, :]
+    scale = np.ones(M) if job_scale is None else job_scale
+    time_rows = per_job_rows(np.repeat(scale[:, None], J, axis=1), extra_cols)
+    share = (problem.scale_factor * scale)[:, None] / np.maximum(problem.capacity, 1e-300)[None, :]
     capacity_rows = per_type_rows(share, extra_cols)
     A = sp.vstack([time_rows, capacity_rows], format="csr")
     return A, np.full(M + J, -np.inf), np.ones(M + J)
@@ -86,14 +88,26 @@ def scale_rows(A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray):
 
 
 def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: str,
-                        options: SolveOptions) -> tuple[SolveResult, np.ndarray | None]:
-    """Solve `lp` and return (result, X) with X the (M, J) allocation clipped to [0, 1]."""
+                        options: SolveOptions, job_scale: np.ndarray | None = None
+                        ) -> tuple[SolveResult, np.ndarray | None]:
+    """Solve `lp` and return (result, X) with X the (M, J) allocation clipped to [0, 1].
+
+    `job_scale` undoes a per-job column scaling X[m,j] = job_scale[m] * Y[m,j]: a job whose
+    need is tiny compared with others keeps O(1) coefficients in its own rows, so solver
+    tolerances cannot round its need to zero (the error moves to capacity rows, where it is
+    harmless).
+    """
     result = solve_lp(lp, solver, options)
     if result.x is None:
         return result, None
     M, J = problem.num_jobs, problem.num_types
-    X = np.clip(result.x[: M * J].reshape(M, J), 0.0, 1.0)
-    X[X < 1e-9] = 0.0  # interior-point dust (and -0.0); lowering X keeps every row feasible
+    X = result.x[: M * J].reshape(M, J)
+    if job_scale is not None:
+        X = X * job_scale[:, None]
+    X = np.clip(X, 0.0, 1.0)
+    # Interior-point dust (and -0.0), relative to each job's largest share; lowering X keeps
+    # every row feasible.
+    X[X < 1e-9 * X.max(axis=1, keepdims=True)] = 0.0
     return result, X
 
 

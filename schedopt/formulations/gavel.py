@@ -25,7 +25,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions, Status
+from schedopt.backends import SolveOptions, Status, solve_lp
 from schedopt.backends.base import LinearProgram
 from schedopt.errors import PolicyError
 from schedopt.formulations.blocks import (Outcome, allocation_bounds, base_rows, column,
@@ -42,10 +42,11 @@ def _empty(problem: ThroughputProblem, solver: str, objective: float | None = No
 def _lp_with_aux(problem: ThroughputProblem, rows: sp.csr_matrix, row_lower: np.ndarray,
                  row_upper: np.ndarray, aux_cost: np.ndarray, aux_upper: np.ndarray,
                  x_cost: np.ndarray | None = None, x_upper: np.ndarray | None = None,
-                 maximize: bool = True) -> LinearProgram:
-    """LP over [X, aux] with the base constraints plus `rows` (already built on M*J+k columns)."""
+                 maximize: bool = True, job_scale: np.ndarray | None = None) -> LinearProgram:
+    """LP over [X (or Y = X / job_scale), aux] with the base constraints plus `rows` (already
+    built on M*J+k columns)."""
     k = aux_cost.shape[0]
-    base, base_lo, base_hi = base_rows(problem, extra_cols=k)
+    base, base_lo, base_hi = base_rows(problem, extra_cols=k, job_scale=job_scale)
     col_lo, col_hi = allocation_bounds(problem)
     if x_upper is not None:
         col_hi = np.minimum(col_hi, x_upper)
@@ -116,12 +117,35 @@ def makespan_of(problem: ThroughputProblem, X: np.ndarray) -> float:
         return float(np.max(np.where(thr > 0, problem.remaining_steps[active] / np.maximum(thr, 1e-300), np.inf)))
 
 
+def _need_rows(problem: ThroughputProblem, active: np.ndarray, need: np.ndarray):
+    """Rows sum_j (T[m,j] / Tbest_m) Y[m,j] - z >= 0 for the active jobs, over columns [Y, z]
+    with X = need[m] * Y: "job m gets the fraction `need[m]` of its best type's time, times z".
+    Returns (rows, lower, upper, job_scale, x_upper)."""
+    T = problem.throughput * problem.runnable
+    M, J = T.shape
+    rows = per_job_rows(T / T.max(axis=1, keepdims=True), 1) - column(np.ones(M), M * J, M * J + 1)
+    keep = np.flatnonzero(active)
+    job_scale = np.where(active, need, 1.0)
+    return (rows[keep], np.zeros(keep.size), np.full(keep.size, np.inf), job_scale,
+            np.where(np.repeat(active, J), np.inf, 0.0))
+
+
+def _checked(status: Status, objective: float, bound: float | None, tolerance: float) -> Status:
+    """Downgrade `optimal` to `feasible` when the allocation's own objective misses the bound."""
+    if status is Status.OPTIMAL and (bound is None or not np.isfinite(objective) or
+                                     abs(objective - bound) > tolerance * max(abs(bound), 1e-12)):
+        return Status.FEASIBLE
+    return status
+
+
 def min_makespan(problem: ThroughputProblem, solver: str = "highs",
                  options: SolveOptions = SolveOptions(), agnostic: bool = False) -> Outcome:
     """Minimize the makespan max_m R_m / thr_m(X) (seconds) exactly, as one LP.
 
     With d_m = R_m / Tbest_m (job m's fastest possible time) and D = max d_m, the LP is
     max z  s.t.  sum_j (T[m,j] / Tbest_m) X[m,j] >= (d_m / D) z, and makespan = D / z.
+    Each job's columns are scaled by d_m / D (see `_need_rows`), so a job with one step left
+    next to a week-long one still gets its share.
     """
     problem.require_remaining_steps("min_makespan")
     if agnostic:
@@ -130,21 +154,19 @@ def min_makespan(problem: ThroughputProblem, solver: str = "highs",
     if not active.any():
         return _empty(problem, solver, 0.0)
     problem.require_runnable()
-    T = problem.throughput * problem.runnable
-    best = T.max(axis=1)
-    M, J = T.shape
+    best = (problem.throughput * problem.runnable).max(axis=1)
     d = np.where(active, problem.remaining_steps / best, 0.0)
     D = d.max()
-    rows = per_job_rows(T / best[:, None], 1) - column(d / D, M * J, M * J + 1)
-    keep = np.flatnonzero(active)
-    lp = _lp_with_aux(problem, rows[keep], np.zeros(keep.size), np.full(keep.size, np.inf),
-                      aux_cost=np.ones(1), aux_upper=np.full(1, np.inf),
-                      x_upper=np.repeat(active.astype(float), J))
-    result, X = solve_allocation_lp(problem, lp, solver, options)
+    rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, d / D)
+    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf),
+                      x_upper=x_upper, job_scale=job_scale)
+    result, X = solve_allocation_lp(problem, lp, solver, options, job_scale)
     if X is None:
         return _outcome(result, None, None, None, solver)
     bound = D / result.bound if result.bound and result.bound > 0 else None
-    return _outcome(result, X, makespan_of(problem, X), bound, solver)
+    objective = makespan_of(problem, X)
+    return Outcome(X, _checked(result.status, objective, bound, 1e-6), objective, bound,
+                   result.solve_seconds, solver)
 
 
 # ---------------------------------------------------------------- finish-time fairness
@@ -167,8 +189,7 @@ def finish_time_ratios(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
 
 def _ftf_feasible(problem, rho, active, solver, options):
     """Can every active job reach finish-time ratio <= rho? Returns (feasible, X, result)."""
-    T = problem.throughput * problem.runnable
-    best = T.max(axis=1)
+    best = (problem.throughput * problem.runnable).max(axis=1)
     iso = effective_throughput(problem, isolated_allocation(problem))
     R = problem.remaining_steps
     denominator = rho * (problem.isolated_time + R / iso) - problem.time_since_arrival
@@ -177,16 +198,13 @@ def _ftf_feasible(problem, rho, active, solver, options):
     need = np.where(active, R / np.where(active, denominator, 1.0), 0.0) / best  # of best-type time
     if np.any(need[active] > 1.0 + 1e-12):
         return False, None, None
-    M, J = T.shape
-    rows = per_job_rows(T / best[:, None], 1) - column(need, M * J, M * J + 1)
-    keep = np.flatnonzero(active)
-    lp = _lp_with_aux(problem, rows[keep], np.zeros(keep.size), np.full(keep.size, np.inf),
-                      aux_cost=np.ones(1), aux_upper=np.ones(1),
-                      x_upper=np.repeat(active.astype(float), J))
-    result, X = solve_allocation_lp(problem, lp, solver, options)
+    rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, need)
+    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.ones(1),
+                      x_upper=x_upper, job_scale=job_scale)
+    result, X = solve_allocation_lp(problem, lp, solver, options, job_scale)
     if X is None:
         return False, None, result
-    return result.objective >= 1.0 - 1e-9, X, result
+    return result.objective >= 1.0 - 1e-7, X, result
 
 
 def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
@@ -255,8 +273,9 @@ def min_cost(problem: ThroughputProblem, solver: str = "highs",
 
     With `slos`, every job with a deadline and known remaining steps must reach
     thr_m(X) >= R_m / (seconds to its deadline). If that is infeasible the result has status
-    infeasible, lists the jobs whose SLO cannot be met (`infeasible_slos`, with the shortfall in
-    steps/s) and carries the allocation minimizing the total relative shortfall.
+    infeasible and lists the jobs whose SLO cannot be met (`infeasible_slos`; `slo_shortfall`
+    in steps/s, None for a deadline already passed); its allocation first minimizes the total
+    relative shortfall, then maximizes throughput per dollar among those allocations.
     """
     cost = problem.cost_per_hour
     if np.any(~np.isfinite(cost) | (cost <= 0)):
@@ -264,35 +283,50 @@ def min_cost(problem: ThroughputProblem, solver: str = "highs",
         raise PolicyError(f"policy min_cost needs cost_per_hour > 0 for every GPU type; "
                           f"missing or zero for {', '.join(missing)}")
     weights = problem.throughput / cost[None, :]
-    if not slos:
+    if not slos or problem.num_jobs == 0:
         return _max_weighted_throughput(problem, weights, solver, options)
-    need = problem.remaining_steps / problem.time_to_deadline  # steps/s; nan without a deadline
+    best = (problem.throughput * problem.runnable).max(axis=1)
     has_slo = np.isfinite(problem.time_to_deadline) & (problem.remaining_steps > 0)
     passed = has_slo & (problem.time_to_deadline <= 0)
-    rows_for = np.flatnonzero(has_slo & ~passed)
-    outcome = _max_weighted_throughput(problem, weights, solver, options,
-                                       slo_jobs=rows_for, slo_need=need)
-    if outcome.status is Status.INFEASIBLE or passed.any():
-        return _slo_shortfall(problem, rows_for, need, passed, solver, options)
-    return outcome
+    hopeless = has_slo & ~passed & (best <= 0)  # can run nowhere: all of its need is short
+    jobs = np.flatnonzero(has_slo & ~passed & ~hopeless)
+    need = problem.remaining_steps[jobs] / problem.time_to_deadline[jobs]  # steps/s
+    target = need / best[jobs]  # fraction of the job's best-type time
+    outcome = _max_weighted_throughput(problem, weights, solver, options, jobs, target)
+    if outcome.status is not Status.INFEASIBLE and not (passed | hopeless).any():
+        return outcome
+    short = _min_shortfall(problem, jobs, target, solver, options)
+    if short is None:
+        return Outcome(None, Status.ERROR, None, None, outcome.solve_seconds, solver)
+    relaxed = np.maximum(target - short - 1e-9 * np.maximum(target, 1.0), 0.0)
+    outcome = _max_weighted_throughput(problem, weights, solver, options, jobs, relaxed)
+    ids = np.asarray(problem.job_ids, dtype=object)
+    missed = short > 1e-6 * target
+    shortfall = dict(zip(ids[jobs[missed]].tolist(), (short * best[jobs])[missed].tolist()))
+    shortfall.update(zip(ids[hopeless].tolist(), (problem.remaining_steps[hopeless]
+                                                  / problem.time_to_deadline[hopeless]).tolist()))
+    shortfall.update(dict.fromkeys(ids[passed].tolist()))  # None: deadline already passed
+    return Outcome(outcome.allocation, Status.INFEASIBLE, outcome.objective, None,
+                   outcome.solve_seconds, solver,
+                   {"infeasible_slos": sorted(shortfall), "slo_shortfall": shortfall})
 
 
-def _slo_rows(problem, jobs, extra_cols):
-    """Rows sum_j (T[m,j]/Tbest_m) X[m,j] for the given jobs, and Tbest_m (steps/s)."""
+def _slo_rows(problem: ThroughputProblem, jobs: np.ndarray, extra_cols: int) -> sp.csr_matrix:
+    """Rows sum_j (T[m,j] / Tbest_m) X[m,j] for `jobs`: the fraction of best-type time."""
     T = problem.throughput * problem.runnable
-    best = np.maximum(T.max(axis=1), 1e-300)
-    return per_job_rows(T / best[:, None], extra_cols)[jobs], best[jobs]
+    best = np.maximum(T.max(axis=1, keepdims=True), 1e-300)
+    return per_job_rows(T / best, extra_cols)[jobs]
 
 
-def _max_weighted_throughput(problem, weights, solver, options, slo_jobs=None, slo_need=None):
+def _max_weighted_throughput(problem, weights, solver, options, slo_jobs=None, slo_target=None):
+    """max sum(weights * X), with thr_m(X) >= slo_target * Tbest_m for `slo_jobs` if given."""
     if problem.num_jobs == 0:
         return _empty(problem, solver, 0.0)
     M, J = problem.throughput.shape
     if slo_jobs is None or slo_jobs.size == 0:
         rows, lo = sp.csr_matrix((0, M * J)), np.zeros(0)
     else:
-        rows, best = _slo_rows(problem, slo_jobs, 0)
-        lo = slo_need[slo_jobs] / best
+        rows, lo = _slo_rows(problem, slo_jobs, 0), slo_target
     lp = _lp_with_aux(problem, rows, lo, np.full(lo.size, np.inf), aux_cost=np.zeros(0),
                       aux_upper=np.zeros(0), x_cost=(weights * problem.runnable).ravel())
     result, X = solve_allocation_lp(problem, lp, solver, options)
@@ -300,22 +334,16 @@ def _max_weighted_throughput(problem, weights, solver, options, slo_jobs=None, s
     return _outcome(result, X, objective, result.bound, solver)
 
 
-def _slo_shortfall(problem, jobs, need, passed, solver, options) -> Outcome:
-    """Minimize the total relative SLO shortfall; name the jobs that still fall short."""
+def _min_shortfall(problem, jobs, target, solver, options) -> np.ndarray | None:
+    """Per SLO job, the shortfall (fraction of best-type time) minimizing the total relative
+    shortfall sum_k e_k / target_k; None if the solve fails."""
     M, J = problem.throughput.shape
     k = jobs.size
-    rows, best = _slo_rows(problem, jobs, k)
-    target = need[jobs] / best  # fraction of best-type time each SLO needs
+    if k == 0:
+        return np.zeros(0)
+    rows = _slo_rows(problem, jobs, k)
     rows = rows + sp.hstack([sp.csr_matrix((k, M * J)), sp.identity(k, format="csr")], format="csr")
     lp = _lp_with_aux(problem, rows, target, np.full(k, np.inf), aux_cost=1.0 / target,
                       aux_upper=target, maximize=False)
-    result, X = solve_allocation_lp(problem, lp, solver, options)
-    if X is None:
-        return _outcome(result, None, None, None, solver)
-    short = result.x[M * J:] > 1e-6 * target
-    ids = np.asarray(problem.job_ids, dtype=object)
-    steps_short = result.x[M * J:] * best
-    shortfall = dict(zip(ids[jobs[short]].tolist(), steps_short[short].tolist()))
-    shortfall.update(dict.fromkeys(ids[passed].tolist()))  # None: deadline already passed
-    return Outcome(X, Status.INFEASIBLE, None, None, result.solve_seconds, solver,
-                   {"infeasible_slos": sorted(shortfall), "slo_shortfall": shortfall})
+    result = solve_lp(lp, solver, options)
+    return None if result.x is None else np.clip(result.x[M * J:], 0.0, target)

@@ -1,7 +1,7 @@
 """Solver backends, selected by name and imported only when used.
 
 Names: ``highs`` (HiGHS via highspy, the default; ``highs-ipm`` forces its interior point),
-``clarabel`` (interior point, LPs only), ``glop``, ``pdlp``, ``cpsat`` (OR-Tools MathOpt), ``cbc`` (the CBC binary that PuLP ships),
+``clarabel`` (interior point, LPs only), ``glop``, ``pdlp``, ``cpsat``, ``scip`` (OR-Tools MathOpt), ``cbc`` (the CBC binary that PuLP ships),
 ``cvxpy`` or ``cvxpy:SOLVER`` (any solver cvxpy has installed, e.g. ``cvxpy:CLARABEL``).
 """
 
@@ -32,6 +32,7 @@ _REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "glop": ("schedopt.backends.ortools", "MathOptBackend", "glop"),
     "pdlp": ("schedopt.backends.ortools", "MathOptBackend", "pdlp"),
     "cpsat": ("schedopt.backends.ortools", "MathOptBackend", "cpsat"),
+    "scip": ("schedopt.backends.ortools", "MathOptBackend", "scip"),
     "cbc": ("schedopt.backends.cbc", "CbcBackend", None),
     "cvxpy": ("schedopt.backends.cvxpy", "CvxpyBackend", None),
 }

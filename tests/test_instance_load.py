@@ -27,48 +27,6 @@ TINY = {
     "performance": {"throughput": {"resnet": {"v100": 3.5, "k80": 1}}},
 }
 
-# The example of docs/instance-format.md, with nodes completed to match the counts and the
-# "LM (batch size 20)" row added (the doc's own example leaves both out and so does not validate).
-CONTRACT_EXAMPLE = """
-format: schedopt-instance/1
-name: small-heterogeneous
-cluster:
-  gpu_types:
-    v100: {count: 8, gpus_per_node: 4, cost_per_hour: 2.48}
-    p100: {count: 8, gpus_per_node: 4, cost_per_hour: 1.46}
-    k80:  {count: 8, gpus_per_node: 4, cost_per_hour: 0.45}
-  nodes:
-    - {id: n0, gpu_type: v100, gpus: 4, rack: r0}
-    - {id: n1, gpu_type: v100, gpus: 4, rack: r1}
-    - {id: n2, gpu_type: p100, gpus: 8}
-    - {id: n3, gpu_type: k80, gpus: 8}
-  cpu_machines:
-    - {id: c0, cores: 32}
-jobs:
-  - id: j0
-    type: "ResNet-50 (batch size 64)"
-    scale_factor: 1
-    weight: 1.0
-    arrival_time: 0.0
-    total_steps: 100000
-    steps_done: 0
-    deadline: null
-    user: alice
-    throughput: {v100: 3.1, p100: 1.9, k80: 0.6}
-performance:
-  throughput:
-    "ResNet-50 (batch size 64)": {v100: 3.1, p100: 1.9, k80: 0.6}
-    "LM (batch size 20)": {v100: 2.2, p100: 1.2, k80: 0.3}
-  colocated:
-    - {types: ["ResNet-50 (batch size 64)", "LM (batch size 20)"], gpu_type: v100,
-       throughput: [2.0, 1.1]}
-  unconsolidated:
-    "ResNet-50 (batch size 64)": {v100: 2.5, p100: 1.6, k80: 0.5}
-  cpu_time:
-    j0: 5400.0
-"""
-
-
 def test_tiny_document_parses_into_the_expected_dataclasses():
     inst = parse_instance(copy.deepcopy(TINY))
     assert inst.cluster.gpu_types == {
@@ -186,23 +144,9 @@ def test_derived_nodes_partial_last_node_and_default_gpus_per_node():
     assert inst.cluster.gpu_types["k80"].gpus_per_node == 3
 
 
-def test_contract_example_loads_with_every_section():
-    inst = parse_instance(yaml.safe_load(CONTRACT_EXAMPLE))
-    assert inst.cluster.type_names == ("v100", "p100", "k80")
-    assert inst.cluster.nodes[1] == Node("n1", "v100", 4, "r1")
-    assert inst.cluster.nodes[2].rack == "r0"
-    assert inst.cluster.cpu_machines == (CpuMachine("c0", 32),)
-    assert inst.performance.colocated == (
-        Colocation(("ResNet-50 (batch size 64)", "LM (batch size 20)"), "v100", (2.0, 1.1)),
-    )
-    assert inst.performance.unconsolidated["ResNet-50 (batch size 64)"]["p100"] == 1.6
-    assert dict(inst.performance.cpu_time) == {"j0": 5400.0}
-    assert inst.jobs[0].user == "alice" and inst.jobs[0].deadline is None and inst.jobs[0].total_steps == 100000.0
-
-
 # The example exactly as docs/instance-format.md writes it: one explicit node (4 of the 8 V100s;
 # the rest are derived) and a co-location entry for a job type no queued job has.
-CONTRACT_EXAMPLE_VERBATIM = """
+CONTRACT_EXAMPLE = """
 format: schedopt-instance/1
 name: small-heterogeneous
 cluster:
@@ -238,8 +182,17 @@ performance:
 """
 
 
+def test_contract_example_loads_with_every_section():
+    inst = parse_instance(yaml.safe_load(CONTRACT_EXAMPLE))
+    assert inst.cluster.type_names == ("v100", "p100", "k80")
+    assert inst.cluster.cpu_machines == (CpuMachine("c0", 32),)
+    assert inst.performance.unconsolidated["ResNet-50 (batch size 64)"]["p100"] == 1.6
+    assert dict(inst.performance.cpu_time) == {"j0": 5400.0}
+    assert inst.jobs[0].user == "alice" and inst.jobs[0].deadline is None and inst.jobs[0].total_steps == 100000.0
+
+
 def test_contract_example_verbatim_loads_and_derives_the_nodes_it_omits():
-    inst = parse_instance(yaml.safe_load(CONTRACT_EXAMPLE_VERBATIM))
+    inst = parse_instance(yaml.safe_load(CONTRACT_EXAMPLE))
     nodes = inst.cluster.nodes
     assert nodes[0] == Node("n0", "v100", 4, "r0")
     assert [(n.id, n.gpu_type, n.gpus) for n in nodes[1:]] == [
@@ -250,7 +203,7 @@ def test_contract_example_verbatim_loads_and_derives_the_nodes_it_omits():
 
 
 def test_derived_node_ids_skip_ids_the_file_already_uses():
-    doc = yaml.safe_load(CONTRACT_EXAMPLE_VERBATIM)
+    doc = yaml.safe_load(CONTRACT_EXAMPLE)
     doc["cluster"]["nodes"] = [{"id": "v100-n0", "gpu_type": "v100", "gpus": 2}]
     ids = [n.id for n in parse_instance(doc).cluster.nodes if n.gpu_type == "v100"]
     assert ids == ["v100-n0", "v100-n1", "v100-n2"] and len(set(ids)) == 3

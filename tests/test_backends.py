@@ -231,3 +231,18 @@ def test_highs_refuses_integer_programs_on_the_highspy_release_whose_mip_is_wron
             solve_lp(lp, "highs")
     else:
         assert solve_lp(lp, "highs").objective == pytest.approx(6.5)
+
+
+def test_a_backend_whose_package_is_missing_is_a_clear_solve_error():
+    out = run_python("""
+import importlib.util, sys
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name == "ortools" else real(name, *a)
+from schedopt.backends import get_backend
+from schedopt.errors import SolveError
+try:
+    get_backend("glop")
+except SolveError as exc:
+    print("ERR", exc)
+""")
+    assert "ERR solver 'glop' needs the package 'ortools'" in out and "pip install" in out

@@ -1,13 +1,15 @@
 """Solver backends, selected by name and imported only when used.
 
-Names: ``highs`` (HiGHS via highspy, the default; ``highs-ipm`` forces its interior point),
-``clarabel`` (interior point, LPs only), ``glop``, ``pdlp``, ``cpsat``, ``scip`` (OR-Tools MathOpt), ``cbc`` (the CBC binary that PuLP ships),
+Names: ``highs`` (HiGHS via highspy; ``highs-ipm`` forces its interior point), ``clarabel``
+(interior point, LPs only), ``glop``, ``pdlp``, ``cpsat``, ``scip`` (OR-Tools MathOpt),
+``cbc`` (the CBC binary that PuLP ships),
 ``cvxpy`` or ``cvxpy:SOLVER`` (any solver cvxpy has installed, e.g. ``cvxpy:CLARABEL``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from contextlib import contextmanager
 from typing import Iterator, Protocol
 
@@ -24,17 +26,18 @@ class Backend(Protocol):
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult: ...
 
 
-# name -> (module, class, constructor argument); modules are imported on first use only.
-_REGISTRY: dict[str, tuple[str, str, str | None]] = {
-    "highs": ("schedopt.backends.highs", "HighsBackend", None),
-    "highs-ipm": ("schedopt.backends.highs", "HighsBackend", "ipm"),
-    "clarabel": ("schedopt.backends.clarabel", "ClarabelBackend", None),
-    "glop": ("schedopt.backends.ortools", "MathOptBackend", "glop"),
-    "pdlp": ("schedopt.backends.ortools", "MathOptBackend", "pdlp"),
-    "cpsat": ("schedopt.backends.ortools", "MathOptBackend", "cpsat"),
-    "scip": ("schedopt.backends.ortools", "MathOptBackend", "scip"),
-    "cbc": ("schedopt.backends.cbc", "CbcBackend", None),
-    "cvxpy": ("schedopt.backends.cvxpy", "CvxpyBackend", None),
+# name -> (adapter module, class, constructor argument, package the solver needs);
+# adapter modules import their solver package only inside solve().
+_REGISTRY: dict[str, tuple[str, str, str | None, str]] = {
+    "highs": ("schedopt.backends.highs", "HighsBackend", None, "highspy"),
+    "highs-ipm": ("schedopt.backends.highs", "HighsBackend", "ipm", "highspy"),
+    "clarabel": ("schedopt.backends.clarabel", "ClarabelBackend", None, "clarabel"),
+    "glop": ("schedopt.backends.ortools", "MathOptBackend", "glop", "ortools"),
+    "pdlp": ("schedopt.backends.ortools", "MathOptBackend", "pdlp", "ortools"),
+    "cpsat": ("schedopt.backends.ortools", "MathOptBackend", "cpsat", "ortools"),
+    "scip": ("schedopt.backends.ortools", "MathOptBackend", "scip", "ortools"),
+    "cbc": ("schedopt.backends.cbc", "CbcBackend", None, "pulp"),
+    "cvxpy": ("schedopt.backends.cvxpy", "CvxpyBackend", None, "cvxpy"),
 }
 
 BACKEND_NAMES: tuple[str, ...] = tuple(_REGISTRY) + ("cvxpy:SOLVER",)
@@ -46,13 +49,11 @@ def get_backend(name: str) -> Backend:
     key = base.strip().lower()
     if key not in _REGISTRY or (sub and key != "cvxpy"):
         raise SolveError(f"unknown solver {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
-    module_name, class_name, arg = _REGISTRY[key]
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:  # the optional extra is not installed
-        raise SolveError(f"solver {name!r} needs a package that is not installed ({exc}); "
-                         f"install it with: pip install 'schedopt[all]'") from exc
-    cls = getattr(module, class_name)
+    module_name, class_name, arg, package = _REGISTRY[key]
+    if importlib.util.find_spec(package) is None:
+        raise SolveError(f"solver {name!r} needs the package {package!r}, which is not installed; "
+                         f"install it with: pip install 'schedopt[all]'")
+    cls = getattr(importlib.import_module(module_name), class_name)
     if sub:
         return cls(sub.strip())
     return cls(arg) if arg is not None else cls()

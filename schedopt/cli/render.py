@@ -25,6 +25,8 @@ def summary(result: Result, objective_meaning: str) -> str:
         f"bound      {number(result.bound)}",
         f"solver     {result.solver}   {result.solve_seconds:.3f} s",
     ]
+    if result.details.get("termination"):
+        lines.append(f"solver says {result.details['termination']}")
     if result.details.get("infeasible_slos"):
         lines.append(f"SLOs that cannot be met: {', '.join(result.details['infeasible_slos'])}")
     return "\n".join(lines)

@@ -63,10 +63,12 @@ def _lp_with_aux(problem: ThroughputProblem, rows: sp.csr_matrix, row_lower: np.
 
 
 def _outcome(result, X, objective: float | None, bound: float | None, solver: str,
-             **details) -> Outcome:
-    status = result.status
+             status: Status | None = None) -> Outcome:
+    """Outcome of one LP solve; names the solver's own reason when it did not prove optimality."""
+    status = status or result.status
     if X is None:
         objective = bound = None
+    details = {} if status is Status.OPTIMAL else {"termination": result.termination}
     return Outcome(X, status, objective, bound, result.solve_seconds, solver, details)
 
 
@@ -165,8 +167,8 @@ def min_makespan(problem: ThroughputProblem, solver: str = "highs",
         return _outcome(result, None, None, None, solver)
     bound = D / result.bound if result.bound and result.bound > 0 else None
     objective = makespan_of(problem, X)
-    return Outcome(X, _checked(result.status, objective, bound, 1e-6), objective, bound,
-                   result.solve_seconds, solver)
+    return _outcome(result, X, objective, bound, solver,
+                    _checked(result.status, objective, bound, 1e-6))
 
 
 # ---------------------------------------------------------------- finish-time fairness
@@ -244,7 +246,7 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
         lp_count += 1
         if result is not None and not result.status.has_solution:
             return Outcome(None, result.status, None, None, time.perf_counter() - start, solver,
-                           {"lp_solves": lp_count})
+                           {"lp_solves": lp_count, "termination": result.termination})
         if ok:
             hi, best_X = probe, X
         else:

@@ -20,7 +20,8 @@ def as_problem(instance: Instance | ThroughputProblem | str | Path) -> Throughpu
     if isinstance(instance, (str, Path)):
         instance = load_instance(instance)
     if not isinstance(instance, Instance):
-        raise PolicyError(f"expected an Instance, a ThroughputProblem or a path, got {type(instance).__name__}")
+        raise PolicyError(f"expected an Instance, a ThroughputProblem or a path, "
+                          f"got {type(instance).__name__}")
     return ThroughputProblem.from_instance(instance)
 
 
@@ -29,9 +30,10 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
           threads: int | None = None, verbose: bool = False, **policy_options) -> Result:
     """Solve `instance` with `policy` (a name from `schedopt policies` or `gavel:NAME`).
 
-    solver: backend name (highs, highs-ipm, clarabel, glop, pdlp, cbc, cvxpy[:SOLVER]); None
-    picks the policy's default (chosen by measurement). time_limit: seconds per solver call. Extra keyword arguments are the policy's own options (e.g.
-    `slos=False` for min_cost, `seed` for fifo_agnostic, `tolerance` for finish_time_fairness).
+    solver: backend name (highs, highs-ipm, clarabel, glop, pdlp, scip, cbc, cvxpy[:SOLVER]);
+    None picks the policy's default (chosen by measurement). time_limit: seconds per solver
+    call. Extra keyword arguments are the policy's own options (e.g. `slos=False` for min_cost,
+    `seed` for fifo_agnostic, `tolerance` for finish_time_fairness).
     """
     chosen, options = resolve(policy)
     unknown = set(policy_options) - set(chosen.option_names)

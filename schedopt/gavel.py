@@ -111,7 +111,8 @@ class GavelPolicy:
             return
         for job, (before, iso) in self._previous.items():
             if job in remaining and iso > 0:
-                self._isolated_time[job] = self._isolated_time.get(job, 0.0) + float((before - remaining[job]) / iso)
+                credit = float((before - remaining[job]) / iso)
+                self._isolated_time[job] = self._isolated_time.get(job, 0.0) + credit
 
 
 def get_policy(name: str, solver: str | None = None, **options) -> GavelPolicy:

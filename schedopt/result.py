@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from schedopt.backends import Status
+from schedopt.backends.base import relative_gap
 
 RESULT_FORMAT = "schedopt-result/1"
 
@@ -54,9 +55,8 @@ class Result:
 
     @property
     def gap(self) -> float | None:
-        if self.objective is None or self.bound is None:
-            return None
-        return abs(self.objective - self.bound) / max(1.0, abs(self.objective))
+        """Relative gap between objective and bound (None if either is unknown)."""
+        return relative_gap(self.objective, self.bound)
 
     def to_dict(self) -> dict:
         """The `schedopt-result/1` document (JSON-serializable)."""

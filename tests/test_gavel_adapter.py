@@ -44,7 +44,7 @@ def gavel_inputs(seed: int, num_jobs: int = 8):
     weights = {job: float(w) for job, w in zip(ids, rng.choice([1.0, 2.0], num_jobs))}
     remaining = {job: float(r) for job, r in zip(ids, rng.uniform(1e4, 1e6, num_jobs))}
     cluster = {"k80": 4, "p100": 3, "v100": 2}
-    return ids, T, scale_factors, weights, remaining, cluster
+    return ids, T, throughputs, scale_factors, weights, remaining, cluster
 
 
 def as_matrix(allocation, ids):
@@ -53,9 +53,8 @@ def as_matrix(allocation, ids):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_max_min_fairness_perf_matches_the_reference_optimum(seed):
-    ids, T, sf, w, _, cluster = gavel_inputs(seed)
-    allocation = get_allocation("max_min_fairness_perf", dict(zip(ids, (dict(zip(TYPES, r)) for r in T))),
-                                sf, w, cluster)
+    ids, T, throughputs, sf, w, _, cluster = gavel_inputs(seed)
+    allocation = get_allocation("max_min_fairness_perf", throughputs, sf, w, cluster)
     assert set(allocation) == set(ids) and all(set(a) == set(TYPES) for a in allocation.values())
     X = as_matrix(allocation, ids)
     p = ThroughputProblem.from_arrays(T, [sf[j] for j in ids], [w[j] for j in ids],
@@ -69,8 +68,7 @@ def test_max_min_fairness_perf_matches_the_reference_optimum(seed):
 
 
 def test_min_total_duration_perf_takes_gavel_positional_arguments():
-    ids, T, sf, _, remaining, cluster = gavel_inputs(7)
-    throughputs = {job: dict(zip(TYPES, row)) for job, row in zip(ids, T)}
+    ids, T, throughputs, sf, _, remaining, cluster = gavel_inputs(7)
     allocation = get_policy("min_total_duration_perf").get_allocation(throughputs, sf, remaining, cluster)
     X = as_matrix(allocation, ids)
     p = ThroughputProblem.from_arrays(T, [sf[j] for j in ids], None, [cluster[t] for t in TYPES],
@@ -80,8 +78,7 @@ def test_min_total_duration_perf_takes_gavel_positional_arguments():
 
 
 def test_finish_time_fairness_object_credits_isolated_time_across_calls():
-    ids, T, sf, w, remaining, cluster = gavel_inputs(3, num_jobs=4)
-    throughputs = {job: dict(zip(TYPES, row)) for job, row in zip(ids, T)}
+    ids, T, throughputs, sf, w, remaining, cluster = gavel_inputs(3, num_jobs=4)
     policy = get_policy("finish_time_fairness_perf")
     since = {job: 0.0 for job in ids}
     policy.get_allocation(throughputs, sf, w, since, remaining, cluster)
@@ -95,8 +92,7 @@ def test_finish_time_fairness_object_credits_isolated_time_across_calls():
 
 
 def test_max_sum_throughput_normalized_by_cost_perf_slos_names_no_job_when_feasible():
-    ids, T, sf, _, remaining, cluster = gavel_inputs(11)
-    throughputs = {job: dict(zip(TYPES, row)) for job, row in zip(ids, T)}
+    ids, T, throughputs, sf, _, remaining, cluster = gavel_inputs(11)
     costs = {"k80": 0.45, "p100": 1.46, "v100": 2.48}
     slos = {ids[0]: 1e9}
     allocation = get_policy("max_sum_throughput_normalized_by_cost_perf_SLOs").get_allocation(

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from schedopt.errors import InstanceError
 from schedopt.instance import instance_to_dict, load_instance, parse_instance, save_instance, validate_file
-from schedopt.instance.model import Cluster, Colocation, CpuMachine, GpuType, Instance, Job, Node, Performance
+from schedopt.instance.model import Cluster, CpuMachine, GpuType, Instance, Job, Node, Performance
 from schedopt.instance.validate import schema
 
 TINY = {

@@ -104,7 +104,11 @@ class SolveResult:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap |objective - bound| / max(1, |objective|), or None if either is unknown."""
-        if self.objective is None or self.bound is None:
-            return None
-        return abs(self.objective - self.bound) / max(1.0, abs(self.objective))
+        return relative_gap(self.objective, self.bound)
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """|objective - bound| / max(1, |objective|), or None if either is unknown."""
+    if objective is None or bound is None:
+        return None
+    return abs(objective - bound) / max(1.0, abs(objective))

@@ -12,7 +12,7 @@ import click
 from schedopt.api import solve as solve_instance
 from schedopt.backends import BACKEND_NAMES, recording
 from schedopt.cli import render
-from schedopt.errors import InstanceError, SchedoptError
+from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, validate_file
 from schedopt.policies import GAVEL_ALIASES, POLICIES, resolve
 

@@ -116,7 +116,8 @@ def makespan_of(problem: ThroughputProblem, X: np.ndarray) -> float:
         return 0.0
     thr = effective_throughput(problem, X)[active]
     with np.errstate(divide="ignore"):
-        return float(np.max(np.where(thr > 0, problem.remaining_steps[active] / np.maximum(thr, 1e-300), np.inf)))
+        time_left = problem.remaining_steps[active] / np.maximum(thr, 1e-300)
+        return float(np.max(np.where(thr > 0, time_left, np.inf)))
 
 
 def _need_rows(problem: ThroughputProblem, active: np.ndarray, need: np.ndarray):
@@ -227,7 +228,8 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
     problem.require_runnable()
     start = time.perf_counter()
     T = problem.throughput * problem.runnable
-    lo = float(np.max(finish_time_ratios(problem, np.eye(problem.num_types)[np.argmax(T, axis=1)])[active]))
+    alone_on_best = np.eye(problem.num_types)[np.argmax(T, axis=1)]  # ignores capacity: a bound
+    lo = float(np.max(finish_time_ratios(problem, alone_on_best)[active]))
     best_X = isolated_allocation(problem) * problem.runnable * active[:, None]
     hi = float(np.max(finish_time_ratios(problem, best_X)[active]))
     lp_count = 0

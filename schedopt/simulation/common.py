@@ -1,0 +1,133 @@
+"""What both simulation loops share: configuration, the trace as arrays, the result frame."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from schedopt.errors import SchedoptError
+from schedopt.formulations.blocks import effective_throughput
+from schedopt.formulations.gavel import isolated_allocation
+from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.instance.model import Instance
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """mode: "default" (schedopt's mechanism, rounds.py) or "gavel" (the conventions of
+    Gavel's reference simulator, docs/gavel-simulator.md). round_seconds: round length (s).
+    min_resolve_interval: a changed job set triggers a re-solve only once this many seconds
+    passed since the last one (gavel mode: 1920 s). work_conserving: idle GPUs go to waiting
+    jobs. use_unconsolidated: a job whose GPUs span nodes runs at its `unconsolidated`
+    throughput where the instance gives one (Gavel ignores that table). seed: gavel mode's
+    GPU-type shuffle for agnostic policies. solver / time_limit / policy_options: passed to
+    `schedopt.solve` at every re-solve."""
+
+    mode: str = "default"
+    round_seconds: float = 360.0
+    min_resolve_interval: float = 0.0
+    work_conserving: bool = True
+    use_unconsolidated: bool = True
+    seed: int = 0
+    solver: str | None = None
+    time_limit: float | None = None
+    policy_options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.mode not in ("default", "gavel"):
+            raise SchedoptError(f"simulation mode must be 'default' or 'gavel', got {self.mode!r}")
+
+    @classmethod
+    def gavel_compatible(cls, **changes) -> "SimulationConfig":
+        """Gavel's reference-simulator conventions (1920 s between re-solves, no unconsolidated
+        throughputs), for comparing numbers with it."""
+        return cls(**{"mode": "gavel", "min_resolve_interval": 1920.0,
+                      "use_unconsolidated": False, **changes})
+
+
+@dataclass
+class SimulationResult:
+    """jobs: one row per job; summary: the run's metrics; rounds: one row per round (start s,
+    length s, jobs running, GPUs busy); policy and config as run."""
+
+    policy: str
+    jobs: pd.DataFrame
+    summary: dict
+    rounds: pd.DataFrame
+    config: SimulationConfig
+
+
+class TraceArrays:
+    """The trace as arrays over all N jobs (index n, in trace order)."""
+
+    def __init__(self, trace: Instance):
+        jobs = trace.jobs
+        missing = [job.id for job in jobs if job.total_steps is None]
+        if missing:
+            raise SchedoptError(f"{trace.source or 'trace'}: jobs need total_steps to be "
+                                f"simulated; missing for {', '.join(missing[:5])}")
+        self.types = trace.cluster.type_names
+        self.ids = np.array(trace.job_ids, dtype=object)
+        self.labels = [job.type for job in jobs]
+        self.arrival = np.array([job.arrival_time for job in jobs], dtype=float)
+        self.total = np.array([job.remaining_steps for job in jobs], dtype=float)
+        self.scale = np.array([job.scale_factor for job in jobs], dtype=int)
+        self.weight = np.array([job.weight for job in jobs], dtype=float)
+        self.deadline = np.array([np.nan if job.deadline is None else job.deadline for job in jobs])
+        self.T = np.array([[job.throughput[t] for t in self.types] for job in jobs],
+                          dtype=float).reshape(len(jobs), len(self.types))
+        spread = trace.performance.unconsolidated
+        self.U = np.array([[spread.get(job.type, {}).get(t, job.throughput[t]) for t in self.types]
+                           for job in jobs], dtype=float).reshape(self.T.shape)
+        gpu = trace.cluster.gpu_types
+        self.cost = np.array([gpu[t].cost_per_hour or 0.0 for t in self.types])
+
+    def problem(self, active: np.ndarray, capacity: np.ndarray, now: float, steps: np.ndarray,
+                isolated_time: np.ndarray) -> ThroughputProblem:
+        """The policy's inputs for the `active` jobs at time `now` (s)."""
+        return ThroughputProblem.from_arrays(
+            self.T[active], self.scale[active], self.weight[active], capacity,
+            job_ids=self.ids[active], gpu_types=self.types, cost_per_hour=self.cost,
+            remaining_steps=self.total[active] - steps[active],
+            time_since_arrival=now - self.arrival[active], isolated_time=isolated_time[active],
+            time_to_deadline=self.arrival[active] + self.deadline[active] - now)
+
+    def frame(self, completion: np.ndarray, isolated_time: np.ndarray) -> pd.DataFrame:
+        """One row per job: arrival, completion, JCT (s), finish-time fairness rho, deadline."""
+        jct = completion - self.arrival
+        missed = pd.array(np.where(np.isnan(self.deadline), None, jct > self.deadline),
+                          dtype="boolean")
+        return pd.DataFrame({
+            "job": self.ids, "type": self.labels, "scale_factor": self.scale,
+            "weight": self.weight, "arrival_s": self.arrival, "completion_s": completion,
+            "jct_s": jct, "isolated_time_s": isolated_time, "rho": jct / isolated_time,
+            "deadline_s": self.deadline, "missed_deadline": missed,
+        }).set_index("job")
+
+
+def isolated_throughput(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """(M,) steps/s of each active job under Gavel's isolated share of the cluster."""
+    problem = ThroughputProblem.from_arrays(T, scale, None, capacity)
+    return effective_throughput(problem, isolated_allocation(problem))
+
+
+def progress_bar(total: int, enabled: bool):
+    """A tqdm bar over completed jobs when `enabled` (and tqdm is installed), else a no-op."""
+    if enabled:
+        try:
+            from tqdm import tqdm
+
+            return tqdm(total=total, unit="job", desc="simulating")
+        except ImportError:
+            pass
+    return _NoBar()
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

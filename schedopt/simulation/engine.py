@@ -1,0 +1,105 @@
+"""schedopt's own simulation loop (mode "default"): the mechanism of schedopt.rounds.
+
+Each round: admit arrivals; if the job set changed (and `min_resolve_interval` allows), re-solve
+the policy on the active jobs and restart the time-received accounting, carrying each job's
+shortfall as a deficit; place jobs with `place_round`; every placed job runs
+min(round, time to finish) at its throughput (unconsolidated if its GPUs span nodes); the
+round lasts as long as its longest job.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from schedopt.api import solve
+from schedopt.errors import SchedoptError
+from schedopt.instance.model import Instance
+from schedopt.metrics import summarize
+from schedopt.rounds import place_round
+from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays,
+                                        isolated_throughput, progress_bar)
+from schedopt.topology import Topology
+
+
+def run_default(trace: Instance, policy: str, config: SimulationConfig,
+                progress: bool = False) -> SimulationResult:
+    data = TraceArrays(trace)
+    topology = Topology.from_cluster(trace.cluster)
+    N, J = data.T.shape
+    capacity = topology.capacity
+    runnable = (data.T > 0) & (data.scale[:, None] <= capacity)
+    steps, completion = np.zeros(N), np.full(N, np.nan)
+    arrived = np.zeros(N, dtype=bool)
+    X, received, deficit = np.zeros((N, J)), np.zeros((N, J)), np.zeros((N, J))
+    iso_time, busy = np.zeros(N), np.zeros(J)
+    elapsed, last_solve, changed = 0.0, -np.inf, False
+    previous: dict[int, tuple[int, ...]] = {}
+    solve_seconds: list[float] = []
+    rounds: list[tuple[float, float, int, int]] = []
+    t = float(data.arrival.min()) if N else 0.0
+    bar = progress_bar(N, progress)
+    while N and np.isnan(completion).any():
+        new = ~arrived & (data.arrival <= t)
+        arrived |= new
+        changed |= bool(new.any())
+        active = np.flatnonzero(arrived & np.isnan(completion))
+        if active.size == 0:
+            t = float(data.arrival[~arrived].min())
+            continue
+        if changed and (t - last_solve >= config.min_resolve_interval or not X[active].any()):
+            deficit += X * elapsed - received  # the old allocation's shortfall, carried over
+            start = time.perf_counter()
+            result = solve(data.problem(active, capacity, t, steps, iso_time), policy,
+                           config.solver, time_limit=config.time_limit, **config.policy_options)
+            solve_seconds.append(time.perf_counter() - start)
+            if result.X is None:
+                raise SchedoptError(f"policy {policy} found no allocation at t={t:.0f} s "
+                                    f"({result.status.value})")
+            X[:] = 0.0
+            X[active] = result.X
+            received[:] = 0.0
+            elapsed, last_solve, changed = 0.0, t, False
+        position = np.searchsorted(active, list(previous))  # previous jobs' local index
+        local = {int(i): g for i, (m, g) in zip(position, previous.items())
+                 if i < active.size and active[i] == m}
+        placement = place_round(X[active], data.scale[active], topology, received[active],
+                                elapsed, local, deficit[active], runnable[active],
+                                config.work_conserving)
+        ran = np.array(sorted(placement.gpus), dtype=int)
+        if ran.size == 0:
+            waiting = data.arrival[~arrived]
+            if waiting.size == 0:
+                raise SchedoptError(f"jobs {', '.join(data.ids[active][:5])} can never run: "
+                                    f"no GPU type has room and throughput for them")
+            t = max(t + config.round_seconds, float(waiting.min()))
+            continue
+        jobs = active[ran]
+        kinds = np.array([placement.gpu_type[int(i)] for i in ran])
+        spread = np.array([placement.nodes_spanned[int(i)] > 1 for i in ran])
+        table = np.where(spread[:, None] & config.use_unconsolidated, data.U[jobs], data.T[jobs])
+        thr = table[np.arange(jobs.size), kinds]
+        to_finish = (data.total[jobs] - steps[jobs]) / thr
+        run = np.minimum(config.round_seconds, to_finish)
+        iso = isolated_throughput(data.T[active], data.scale[active], capacity)
+        iso_time[jobs] += thr * run / iso[ran]
+        steps[jobs] += thr * run
+        finished = to_finish <= config.round_seconds
+        completion[jobs[finished]] = t + to_finish[finished]
+        changed |= bool(finished.any())
+        received[jobs, kinds] += run
+        np.add.at(busy, kinds, data.scale[jobs] * run)
+        length = float(run.max())
+        elapsed += length
+        rounds.append((t, length, int(jobs.size), int(data.scale[jobs].sum())))
+        previous = {int(active[i]): g for i, g in placement.gpus.items()}
+        t += length
+        bar.update(int(finished.sum()))
+    bar.close()
+    frame = data.frame(completion, iso_time)
+    summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
+    return SimulationResult(policy, frame, summary,
+                            pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running",
+                                                          "gpus_busy"]), config)

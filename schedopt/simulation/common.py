@@ -94,14 +94,17 @@ class TraceArrays:
             time_since_arrival=now - self.arrival[active], isolated_time=isolated_time[active],
             time_to_deadline=self.arrival[active] + self.deadline[active] - now)
 
-    def frame(self, completion: np.ndarray, isolated_time: np.ndarray) -> pd.DataFrame:
-        """One row per job: arrival, completion, JCT (s), finish-time fairness rho, deadline."""
+    def frame(self, completion: np.ndarray, isolated_time: np.ndarray,
+              steps: np.ndarray) -> pd.DataFrame:
+        """One row per job: arrival, completion, JCT (s), steps done, finish-time fairness rho,
+        deadline."""
         jct = completion - self.arrival
         missed = pd.array(np.where(np.isnan(self.deadline), None, jct > self.deadline),
                           dtype="boolean")
         return pd.DataFrame({
             "job": self.ids, "type": self.labels, "scale_factor": self.scale,
-            "weight": self.weight, "arrival_s": self.arrival, "completion_s": completion,
+            "weight": self.weight, "total_steps": self.total, "steps_done": steps,
+            "arrival_s": self.arrival, "completion_s": completion,
             "jct_s": jct, "isolated_time_s": isolated_time, "rho": jct / isolated_time,
             "deadline_s": self.deadline, "missed_deadline": missed,
         }).set_index("job")

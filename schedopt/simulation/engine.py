@@ -98,7 +98,7 @@ def run_default(trace: Instance, policy: str, config: SimulationConfig,
         t += length
         bar.update(int(finished.sum()))
     bar.close()
-    frame = data.frame(completion, iso_time)
+    frame = data.frame(completion, iso_time, steps)
     summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
     return SimulationResult(policy, frame, summary,
                             pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running",

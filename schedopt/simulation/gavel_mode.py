@@ -138,7 +138,7 @@ def run_gavel(trace: Instance, policy: str, config: SimulationConfig,
         if idle_rounds > 2:
             raise SchedoptError(f"jobs {', '.join(data.ids[active][:5])} can never run")
     bar.close()
-    frame = data.frame(completion, iso_time)
+    frame = data.frame(completion, iso_time, steps)
     summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
     return SimulationResult(policy, frame, summary,
                             pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running",

@@ -1,0 +1,106 @@
+"""`schedopt simulate` (replay a trace under a policy) and `schedopt place` (the round mechanism
+on one instance)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from schedopt.api import solve
+from schedopt.cli import render
+from schedopt.instance import load_instance
+from schedopt.rounds import mechanism_error, run_rounds
+from schedopt.simulation import SimulationConfig, simulate
+from schedopt.topology import Topology
+
+HOUR = 3600.0
+
+
+def _summary_rows(summary: dict) -> list[list[str]]:
+    rows = [["jobs", str(summary["jobs"])]]
+    for key in ("average_jct_s", "p50_jct_s", "p90_jct_s", "p99_jct_s", "makespan_s"):
+        value = summary[key]
+        rows.append([key[:-2] + " (h)", "-" if value is None else f"{value / HOUR:.3f}"])
+    for key in ("rho_min", "rho_median", "rho_max", "deadline_miss_ratio", "cost_dollars",
+                "policy_solves", "solve_seconds_mean", "solve_seconds_max"):
+        rows.append([key, render.number(summary[key], 4)])
+    rows += [[f"utilization {t}", f"{u:.3f}"] for t, u in summary["utilization"].items()]
+    return rows
+
+
+@click.command("simulate")
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--policy", "-p", default="max_min_fairness", show_default=True,
+              help="Policy name from `schedopt policies`, or gavel:NAME.")
+@click.option("--mode", type=click.Choice(["default", "gavel"]), default="default", show_default=True,
+              help="'gavel' reproduces the conventions of Gavel's reference simulator (1920 s "
+                   "between re-solves, per-type queues, floored steps; docs/gavel-simulator.md).")
+@click.option("--round-seconds", type=click.FloatRange(min=1), default=360.0, show_default=True,
+              help="Round length in seconds.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of gavel mode's GPU-type shuffle for agnostic policies.")
+@click.option("--solver", "-s", default=None, help="Solver backend (default: the policy's own).")
+@click.option("--json", "as_json", is_flag=True, help="Print summary and per-job rows as JSON.")
+@click.option("--jobs-csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write one row per job (arrival, completion, JCT in seconds, rho, ...) to CSV.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar over completed jobs (default: when stderr is a terminal).")
+def simulate_command(trace, policy, mode, round_seconds, seed, solver, as_json, jobs_csv, progress):
+    """Replay TRACE (an instance whose jobs have arrival times and total_steps) under a policy
+    and report JCT, makespan, finish-time fairness, deadline misses, utilization and cost."""
+    instance = load_instance(trace)
+    make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
+    config = make(round_seconds=round_seconds, seed=seed, solver=solver)
+    show_bar = sys.stderr.isatty() if progress is None else progress
+    result = simulate(instance, policy, config, progress=show_bar)
+    if jobs_csv is not None:
+        result.jobs.to_csv(jobs_csv)
+    if as_json:
+        jobs = json.loads(result.jobs.reset_index().to_json(orient="records"))
+        click.echo(json.dumps({"format": "schedopt-simulation/1", "policy": policy, "mode": mode,
+                               "summary": result.summary, "jobs": jobs}, indent=1))
+        return
+    click.echo(f"trace {trace} ({len(instance.jobs)} jobs), policy {policy}, mode {mode}\n")
+    click.echo(render.table(["metric", "value"], _summary_rows(result.summary)))
+
+
+@click.command("place")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--policy", "-p", default="max_min_fairness", show_default=True,
+              help="Policy whose allocation X the rounds follow.")
+@click.option("--rounds", "-n", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many rounds to run (X stays fixed; jobs do not finish).")
+@click.option("--round-seconds", type=click.FloatRange(min=1), default=360.0, show_default=True)
+@click.option("--show", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Rounds whose placement is printed (the first ones).")
+@click.option("--work-conserving/--strict", default=False, show_default=True,
+              help="Give idle GPUs to waiting jobs (then received time can exceed X).")
+@click.option("--json", "as_json", is_flag=True, help="Print placements and errors as JSON.")
+def place_command(file, policy, rounds, round_seconds, show, work_conserving, as_json):
+    """Run the round-based mechanism on FILE: which job runs on which GPUs each round, and the
+    mechanism's error max |received fraction - X| after the rounds (it shrinks as rounds grow)."""
+    instance = load_instance(file)
+    result = solve(instance, policy)
+    topology = Topology.from_cluster(instance.cluster)
+    ids = result.job_ids
+    scale = np.array([job.scale_factor for job in instance.jobs])
+    shown, errors = [], {}
+    for r, placement, fraction in run_rounds(result.X, scale, topology, rounds, round_seconds,
+                                             work_conserving):
+        if r < show:
+            shown.append({ids[m]: [topology.gpu_label(g) for g in gpus]
+                          for m, gpus in sorted(placement.gpus.items())})
+        if (r + 1) in (1, 10, 100, 1000, 10000) or r + 1 == rounds:
+            errors[r + 1] = mechanism_error(result.X, fraction)
+    if as_json:
+        click.echo(json.dumps({"policy": result.policy, "rounds": shown,
+                               "error_after_rounds": errors}, indent=1))
+        return
+    for r, placement in enumerate(shown):
+        click.echo(f"round {r}: " + "; ".join(f"{job} -> {','.join(g)}" for job, g in placement.items()))
+    click.echo("\n" + render.table(["rounds", "max |received fraction - X|"],
+                                   [[str(n), f"{e:.4f}"] for n, e in errors.items()]))

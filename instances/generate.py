@@ -4,8 +4,9 @@
     python instances/generate.py /path/to/gavel/simulation_throughputs.json [--out DIR]
 
 The throughput file is Gavel's measured table (stanford-futuredata/gavel,
-scheduler/simulation_throughputs.json, MIT licence; Narayanan et al., OSDI'20). It is read only
-here: the generated files are committed, so nothing in schedopt needs it at run time.
+scheduler/simulation_throughputs.json, MIT licence; Narayanan et al., OSDI'20). It is read with
+schedopt.traces (the same reader, labels, distributions and co-location pairs as
+`schedopt import`); the generated files are committed, so no run time code needs the table.
 
 Output is deterministic: fixed seeds (numpy default_rng), sorted keys, floats rounded to 6
 significant digits, no timestamps. Re-running on the same input reproduces the files byte for byte.
@@ -15,13 +16,12 @@ is the throughput of ONE scale factor): a scale-factor-1 entry ('<model>', 1) is
 '<model>' as Gavel spells it (e.g. "ResNet-50 (batch size 64)", "A3C"); an entry ('<model>', s)
 with s > 1 is labelled '<model> x<s>' (e.g. "ResNet-50 (batch size 64) x4").
 
-Only needs numpy and PyYAML.
+Needs schedopt (installed, e.g. `pip install -e .`), numpy and PyYAML.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import math
 import os
@@ -29,6 +29,11 @@ import sys
 
 import numpy as np
 import yaml
+
+from schedopt.traces import (
+    gavel_duration, gavel_performance, gavel_scale_factor, label, single_gpu_models,
+)
+from schedopt.traces import read_gavel_throughputs as load_gavel
 
 FORMAT = "schedopt-instance/1"
 GPU_TYPES = ("v100", "p100", "k80")  # Gavel's worker types, fastest first
@@ -47,31 +52,6 @@ def r6(x: float) -> float:
         raise ValueError(f"non-finite number {x!r}")
     y = float(f"{x:.6g}")
     return 0.0 if y == 0 else y
-
-
-def label(model: str, sf: int) -> str:
-    """Job-type label for Gavel entry (model, sf); see the module docstring."""
-    return model if sf == 1 else f"{model} x{sf}"
-
-
-def gavel_key(model: str, sf: int) -> str:
-    return str((model, sf))
-
-
-def load_gavel(path: str) -> dict:
-    """Gavel table as {gpu_type: {(model, sf): {"null": x, (model2, sf2): [a, b]}}}."""
-    with open(path) as f:
-        raw = json.load(f)
-    out = {}
-    for gpu, table in raw.items():
-        out[gpu] = {}
-        for key, entry in table.items():
-            model, sf = ast.literal_eval(key)
-            row = {}
-            for other, val in entry.items():
-                row["null" if other == "null" else ast.literal_eval(other)] = val
-            out[gpu][(model, int(sf))] = row
-    return out
 
 
 def isolated(g: dict, model: str, sf: int, gpu: str) -> float | None:
@@ -99,31 +79,6 @@ def complete(g: dict, model: str, sf: int, *, nonzero: bool = True, uncons: bool
         if u is None or (nonzero and min(u.values()) <= 0):
             return False
     return True
-
-
-def single_gpu_models(g: dict) -> list[str]:
-    """Gavel's single-GPU job templates: distinct (model, 1) keys with nonzero isolated
-    throughput on all of v100/p100/k80 (26 in the Gavel file), sorted."""
-    return sorted(m for (m, sf) in g["v100"] if sf == 1 and complete(g, m, 1))
-
-
-def gavel_duration(rng) -> float:
-    """Gavel's job-duration distribution (seconds of isolated runtime on a V100)."""
-    if rng.random() < 0.8:
-        return 60.0 * 10 ** rng.uniform(1.5, 3)
-    return 60.0 * 10 ** rng.uniform(3, 4)
-
-
-def gavel_scale_factor(rng) -> int:
-    """s = 1/2/4/8 with probability 0.7/0.1/0.15/0.05 (Gavel's Philly-derived distribution)."""
-    r = rng.uniform()
-    if r < 0.7:
-        return 1
-    if r < 0.8:
-        return 2
-    if r < 0.95:
-        return 4
-    return 8
 
 
 def dumps_json(obj, indent: int = 0, width: int = 150) -> str:
@@ -259,16 +214,9 @@ def colocation(g: dict) -> dict:
             jobs.append({"id": f"j{i:02d}", "type": model, "total_steps": total})
             i += 1
     throughput = {m: row(g, m, 1) for m in COLOC_MODELS}
-    colocated = []
-    models = sorted(COLOC_MODELS)
-    for gpu in GPU_TYPES:
-        for a_i, a in enumerate(models):
-            for b in models[a_i:]:
-                pair = g[gpu][(a, 1)].get((b, 1))
-                if pair is None or (pair[0] == 0 and pair[1] == 0):
-                    continue  # not measured (Gavel stores failed pairs as [0, 0])
-                colocated.append({"types": [a, b], "gpu_type": gpu,
-                                  "throughput": [r6(pair[0]), r6(pair[1])]})
+    # Every pair once (labels sorted), per GPU type, skipping Gavel's [0, 0] (not measured).
+    pairs = gavel_performance(g, GPU_TYPES, labels=COLOC_MODELS)["colocated"]
+    colocated = [dict(p, throughput=[r6(x) for x in p["throughput"]]) for p in pairs]
     return {
         "format": FORMAT,
         "name": f"colocation ({SOURCE} incl. co-location pairs)",

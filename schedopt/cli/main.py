@@ -167,5 +167,19 @@ def demo(policy_names):
     click.echo("\nNext: schedopt solve instances/tiny.json --policy max_min_fairness")
 
 
+from schedopt.cli.importers import import_group
+main.add_command(import_group)
+
+from schedopt.cli.simulate import place_command, simulate_command  # noqa: E402
+
+main.add_command(simulate_command)
+main.add_command(place_command)
+
+from schedopt.cli.compare import compare_command, sweep_command  # noqa: E402
+
+main.add_command(compare_command)
+main.add_command(sweep_command)
+
+
 if __name__ == "__main__":
     main()

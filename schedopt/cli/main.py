@@ -12,6 +12,9 @@ import click
 from schedopt.api import solve as solve_instance
 from schedopt.backends import BACKEND_NAMES, recording
 from schedopt.cli import render
+from schedopt.cli.compare import compare_command, sweep_command
+from schedopt.cli.importers import import_group
+from schedopt.cli.simulate import place_command, simulate_command
 from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, validate_file
 from schedopt.policies import GAVEL_ALIASES, POLICIES, resolve
@@ -167,18 +170,8 @@ def demo(policy_names):
     click.echo("\nNext: schedopt solve instances/tiny.json --policy max_min_fairness")
 
 
-from schedopt.cli.importers import import_group
-main.add_command(import_group)
-
-from schedopt.cli.simulate import place_command, simulate_command  # noqa: E402
-
-main.add_command(simulate_command)
-main.add_command(place_command)
-
-from schedopt.cli.compare import compare_command, sweep_command  # noqa: E402
-
-main.add_command(compare_command)
-main.add_command(sweep_command)
+for command in (import_group, simulate_command, place_command, compare_command, sweep_command):
+    main.add_command(command)
 
 
 if __name__ == "__main__":

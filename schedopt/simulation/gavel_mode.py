@@ -5,7 +5,6 @@ section numbers below refer to it.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 

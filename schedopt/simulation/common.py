@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,6 +13,7 @@ from schedopt.formulations.blocks import effective_throughput
 from schedopt.formulations.gavel import isolated_allocation
 from schedopt.formulations.inputs import ThroughputProblem
 from schedopt.instance.model import Instance
+from schedopt.metrics import summarize
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,33 @@ class TraceArrays:
             "jct_s": jct, "isolated_time_s": isolated_time, "rho": jct / isolated_time,
             "deadline_s": self.deadline, "missed_deadline": missed,
         }).set_index("job")
+
+
+def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,
+                 steps: np.ndarray, isolated_time: np.ndarray, policy: str,
+                 config: SimulationConfig, solve_seconds: list[float]) -> np.ndarray:
+    """The policy's allocation (len(active), J) for the active jobs at `now`; appends the wall
+    seconds it took to `solve_seconds`."""
+    from schedopt.api import solve
+
+    clock = time.perf_counter()
+    result = solve(data.problem(active, capacity, now, steps, isolated_time), policy,
+                   config.solver, time_limit=config.time_limit, **config.policy_options)
+    solve_seconds.append(time.perf_counter() - clock)
+    if result.X is None:
+        raise SchedoptError(f"policy {policy} found no allocation at t={now:.0f} s "
+                            f"({result.status.value})")
+    return result.X
+
+
+def finish(policy: str, config: SimulationConfig, data: TraceArrays, completion: np.ndarray,
+           isolated_time: np.ndarray, steps: np.ndarray, busy: np.ndarray, capacity: np.ndarray,
+           solve_seconds: list[float], rounds: list[tuple]) -> SimulationResult:
+    """Assemble the result: job frame, summary metrics and the per-round frame."""
+    frame = data.frame(completion, isolated_time, steps)
+    summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
+    round_frame = pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running", "gpus_busy"])
+    return SimulationResult(policy, frame, summary, round_frame, config)
 
 
 def isolated_throughput(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:

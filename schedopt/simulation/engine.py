@@ -9,18 +9,14 @@ round lasts as long as its longest job.
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
-import pandas as pd
 
-from schedopt.api import solve
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.metrics import summarize
 from schedopt.rounds import place_round
-from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays,
-                                        isolated_throughput, progress_bar)
+from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays, finish,
+                                        isolated_throughput, progress_bar, solve_policy)
 from schedopt.topology import Topology
 
 
@@ -51,15 +47,9 @@ def run_default(trace: Instance, policy: str, config: SimulationConfig,
             continue
         if changed and (t - last_solve >= config.min_resolve_interval or not X[active].any()):
             deficit += X * elapsed - received  # the old allocation's shortfall, carried over
-            start = time.perf_counter()
-            result = solve(data.problem(active, capacity, t, steps, iso_time), policy,
-                           config.solver, time_limit=config.time_limit, **config.policy_options)
-            solve_seconds.append(time.perf_counter() - start)
-            if result.X is None:
-                raise SchedoptError(f"policy {policy} found no allocation at t={t:.0f} s "
-                                    f"({result.status.value})")
             X[:] = 0.0
-            X[active] = result.X
+            X[active] = solve_policy(data, active, capacity, t, steps, iso_time, policy, config,
+                                     solve_seconds)
             received[:] = 0.0
             elapsed, last_solve, changed = 0.0, t, False
         position = np.searchsorted(active, list(previous))  # previous jobs' local index
@@ -98,8 +88,5 @@ def run_default(trace: Instance, policy: str, config: SimulationConfig,
         t += length
         bar.update(int(finished.sum()))
     bar.close()
-    frame = data.frame(completion, iso_time, steps)
-    summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
-    return SimulationResult(policy, frame, summary,
-                            pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running",
-                                                          "gpus_busy"]), config)
+    return finish(policy, config, data, completion, iso_time, steps, busy, capacity,
+                  solve_seconds, rounds)

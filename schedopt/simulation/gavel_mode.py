@@ -6,19 +6,15 @@ section numbers below refer to it.
 from __future__ import annotations
 
 import random
-import time
 
 import numpy as np
-import pandas as pd
 
-from schedopt.api import solve
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.metrics import summarize
 from schedopt.policies import resolve
 from schedopt.rounds import NEVER_RUN_BOOST
-from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays,
-                                        isolated_throughput, progress_bar)
+from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays, finish,
+                                        isolated_throughput, progress_bar, solve_policy)
 
 # Policies Gavel treats as heterogeneity-agnostic: GPU types visited in a shuffled order (§3.3).
 SHUFFLED = {"max_min_fairness_agnostic", "min_makespan_agnostic", "finish_time_fairness_agnostic",
@@ -102,15 +98,9 @@ def run_gavel(trace: Instance, policy: str, config: SimulationConfig,
             job_time[active] = half
             worker_time[:] = half * active.size
             last_reset = now
-            clock = time.perf_counter()
-            result = solve(data.problem(active, capacity, now, steps, iso_time), policy,
-                           config.solver, time_limit=config.time_limit, **config.policy_options)
-            solve_seconds.append(time.perf_counter() - clock)
-            if result.X is None:
-                raise SchedoptError(f"policy {policy} found no allocation at t={now:.0f} s "
-                                    f"({result.status.value})")
             X[:] = 0.0
-            X[active] = result.X
+            X[active] = solve_policy(data, active, capacity, now, steps, iso_time, policy, config,
+                                     solve_seconds)
             in_X[:] = False
             in_X[active] = True
             need_update = False
@@ -137,8 +127,5 @@ def run_gavel(trace: Instance, policy: str, config: SimulationConfig,
         if idle_rounds > 2:
             raise SchedoptError(f"jobs {', '.join(data.ids[active][:5])} can never run")
     bar.close()
-    frame = data.frame(completion, iso_time, steps)
-    summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
-    return SimulationResult(policy, frame, summary,
-                            pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running",
-                                                          "gpus_busy"]), config)
+    return finish(policy, config, data, completion, iso_time, steps, busy, capacity,
+                  solve_seconds, rounds)

@@ -69,8 +69,8 @@ def main():
               help=f"Solver backend: {', '.join(BACKEND_NAMES)}. Default: the policy's own, "
                    "picked by measurement (see `schedopt policies`).")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds per solver call; a time-limited solve reports status 'feasible' "
-                   "with its bound.")
+              help="Seconds per solver call. A solve stopped by it reports status 'feasible' "
+                   "(a solution, with a bound where the solver gives one) or 'error' (none).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads.")
 @click.option("--option", "-o", "policy_options", multiple=True, metavar="KEY=VALUE",
               help="Policy option, repeatable (e.g. -o slos=false for min_cost, -o seed=3).")

@@ -10,7 +10,7 @@ import numpy as np
 
 from schedopt.backends import SolveOptions
 from schedopt.errors import PolicyError
-from schedopt.formulations import baselines, gavel
+from schedopt.formulations import allox, baselines, gavel
 from schedopt.formulations.blocks import Outcome
 from schedopt.formulations.inputs import ThroughputProblem
 
@@ -27,11 +27,12 @@ class Policy:
     run: Callable[..., Outcome]
     defaults: dict = field(default_factory=dict)
     solver: str = "highs"
+    reads_instance: bool = False
 
     @property
     def option_names(self) -> tuple[str, ...]:
         params = inspect.signature(self.run).parameters
-        return tuple(p for p in params if p not in ("problem", "solver", "options"))
+        return tuple(p for p in params if p not in ("problem", "instance", "solver", "options"))
 
 
 def _fifo(problem: ThroughputProblem, solver: str, options: SolveOptions, agnostic: bool = False,
@@ -78,6 +79,18 @@ _POLICIES = [
 
 POLICIES: dict[str, Policy] = {p.name: p for p in _POLICIES}
 
+# Policies whose decision is not a time-fraction allocation X: they read the whole Instance
+# (`reads_instance`: run(instance, solver, options, **opts)), return Result.X = None and put
+# their decision in Result.details. Kept apart from POLICIES, whose every entry solves a
+# ThroughputProblem; `resolve` and `schedopt policies` see both.
+SCHEDULE_POLICIES: dict[str, Policy] = {p.name: p for p in [
+    Policy("allox", "Whole jobs on single GPUs and CPU machines, min total completion time (AlloX "
+           "matching; option alpha).", "total completion time, sum of (completion - arrival), "
+           "seconds", allox.allox_policy, solver=allox.DEFAULT_METHOD, reads_instance=True),
+]}
+
+REGISTRY: dict[str, Policy] = {**POLICIES, **SCHEDULE_POLICIES}
+
 # Gavel's policy names (scheduler/utils.py get_available_policies) -> (our policy, options).
 GAVEL_ALIASES: dict[str, tuple[str, dict]] = {
     "max_min_fairness": ("max_min_fairness_agnostic", {}),
@@ -105,7 +118,7 @@ def resolve(name: str) -> tuple[Policy, dict]:
             raise PolicyError(f"unknown Gavel policy {gavel_name!r}; supported: "
                               f"{', '.join(sorted(GAVEL_ALIASES))}")
         key, options = GAVEL_ALIASES[gavel_name]
-    if key not in POLICIES:
+    if key not in REGISTRY:
         raise PolicyError(f"unknown policy {name!r}; run `schedopt policies` for the list")
-    policy = POLICIES[key]
+    policy = REGISTRY[key]
     return policy, {**policy.defaults, **options}

@@ -44,3 +44,20 @@ def allocation_table(result: Result, max_rows: int) -> str:
     if shown < len(result.job_ids):
         text += f"\n... {len(result.job_ids) - shown} more jobs (use --max-rows, --json or --output)"
     return text
+
+
+def queue_table(result: Result, max_rows: int) -> str:
+    """Schedule policies (allox): per machine with jobs, its queue in run order and when it
+    finishes; average JCT and jobs left waiting above it."""
+    details = result.details
+    schedule = details["schedule"]
+    lines = [f"average JCT {number(details['average_jct'])} s over {len(schedule)} jobs"]
+    if details.get("waiting"):
+        lines.append(f"waiting (not in this matching): {', '.join(details['waiting'])}")
+    busy = [(machine, jobs) for machine, jobs in details["queues"].items() if jobs]
+    rows = [[machine, ", ".join(jobs), f"{schedule[jobs[-1]]['completion']:.6g}"]
+            for machine, jobs in busy[:max_rows]]
+    lines += ["", table(["machine", "jobs in run order", "done at (s)"], rows)]
+    if len(busy) > max_rows:
+        lines.append(f"... {len(busy) - max_rows} more machines (use --max-rows, --json or --output)")
+    return "\n".join(lines)

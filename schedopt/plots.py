@@ -16,7 +16,7 @@ import pandas as pd
 
 from schedopt.errors import SchedoptError
 
-__all__ = ["jct_cdf", "jct_vs_load", "require_matplotlib"]
+__all__ = ["allox_alpha_tradeoff", "jct_cdf", "jct_vs_load", "require_matplotlib"]
 
 
 def jct_cdf(frames: dict[str, pd.DataFrame], ax=None):
@@ -74,3 +74,30 @@ def _axes(ax):
     fig = Figure(figsize=(6.4, 4.4), layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
+
+
+def allox_alpha_tradeoff(sweep: pd.DataFrame, fairness: str = "jain_share", ax=None):
+    """AlloX's fairness knob: average JCT (s, left axis, circles) and a fairness index (right
+    axis, squares; column `fairness`, default the time-averaged Jain index of the users' shares)
+    against alpha, from `schedopt.simulation.allox_sim.alpha_sweep`'s frame (columns alpha,
+    average_jct_s and `fairness`). The right axis runs from the lowest index rounded down to a
+    tenth (0.9 at most) up to 1. Returns the figure."""
+    if fairness not in sweep.columns:
+        raise SchedoptError(f"the sweep has no column {fairness!r}; expected one of "
+                            f"{', '.join(map(str, sweep.columns))}")
+    fig, ax = _axes(ax)
+    rows = sweep.sort_values("alpha")
+    jct_line, = ax.plot(rows["alpha"], rows["average_jct_s"], marker="o", color="C0",
+                        label="average JCT")
+    ax.set_xlabel("alpha (fraction of users in each matching, lowest share first)")
+    ax.set_ylabel("Average JCT (s)", color="C0")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    right = ax.twinx()
+    fair_line, = right.plot(rows["alpha"], rows[fairness], marker="s", color="C1",
+                            linestyle="--", label=f"fairness ({fairness})")
+    right.set_ylabel("Jain's fairness index (1 = equal)", color="C1")
+    lowest = float(np.nanmin(rows[fairness].to_numpy(dtype=float))) if len(rows) else 0.0
+    right.set_ylim(min(np.floor(lowest * 10.0) / 10.0, 0.9), 1.0)  # tenths up to 1 (= equal)
+    ax.legend(handles=[jct_line, fair_line], loc="lower left")
+    return fig

@@ -12,12 +12,13 @@ import click
 from schedopt.api import solve as solve_instance
 from schedopt.backends import BACKEND_NAMES, recording
 from schedopt.cli import render
+from schedopt.cli.allox import allox_command
 from schedopt.cli.compare import compare_command, sweep_command
 from schedopt.cli.importers import import_group
 from schedopt.cli.simulate import place_command, simulate_command
 from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, validate_file
-from schedopt.policies import GAVEL_ALIASES, POLICIES, resolve
+from schedopt.policies import GAVEL_ALIASES, REGISTRY, resolve
 
 EXIT_USER_ERROR = 2
 DEMO_INSTANCE = "small-heterogeneous.yaml"
@@ -104,7 +105,10 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
     else:
         click.echo(render.summary(result, chosen.objective))
         click.echo()
-        click.echo(render.allocation_table(result, max_rows))
+        if result.X is None and "queues" in result.details:
+            click.echo(render.queue_table(result, max_rows))
+        else:
+            click.echo(render.allocation_table(result, max_rows))
     if not result.status.has_solution:
         sys.exit(1)
 
@@ -140,10 +144,10 @@ def policies(as_json):
                                 "default_solver": p.solver,
                                 "options": list(p.option_names),
                                 "gavel_aliases": gavel_names.get(p.name, [])}
-                               for p in POLICIES.values()], indent=1))
+                               for p in REGISTRY.values()], indent=1))
         return
     rows = [[p.name, p.summary, p.solver if p.objective != "none" else "-",
-             ", ".join(gavel_names.get(p.name, []))] for p in POLICIES.values()]
+             ", ".join(gavel_names.get(p.name, []))] for p in REGISTRY.values()]
     click.echo(render.table(["policy", "description", "solver", "Gavel name"], rows))
 
 
@@ -170,7 +174,8 @@ def demo(policy_names):
     click.echo("\nNext: schedopt solve instances/tiny.json --policy max_min_fairness")
 
 
-for command in (import_group, simulate_command, place_command, compare_command, sweep_command):
+for command in (import_group, simulate_command, place_command, compare_command, sweep_command,
+                allox_command):
     main.add_command(command)
 
 

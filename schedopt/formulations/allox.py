@@ -237,6 +237,13 @@ class _NoFullMatching(Exception):
     """The capped problem leaves some job without a slot (only possible with initial_caps)."""
 
 
+def _column_of_row(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(n,) the slot (column) matched to each job (row)."""
+    out = np.empty(n, dtype=int)
+    out[rows] = cols
+    return out
+
+
 def _scipy(cost: np.ndarray) -> np.ndarray:
     from scipy.optimize import linear_sum_assignment
 
@@ -244,9 +251,7 @@ def _scipy(cost: np.ndarray) -> np.ndarray:
         rows, cols = linear_sum_assignment(cost)
     except ValueError as exc:  # "cost matrix is infeasible"
         raise _NoFullMatching from exc
-    out = np.empty(cost.shape[0], dtype=int)
-    out[rows] = cols
-    return out
+    return _column_of_row(cost.shape[0], rows, cols)
 
 
 def _scipy_sparse(cost: np.ndarray) -> np.ndarray:
@@ -261,9 +266,7 @@ def _scipy_sparse(cost: np.ndarray) -> np.ndarray:
         r, c = min_weight_full_bipartite_matching(graph)
     except ValueError as exc:  # "no full matching exists"
         raise _NoFullMatching from exc
-    out = np.empty(cost.shape[0], dtype=int)
-    out[r] = c
-    return out
+    return _column_of_row(cost.shape[0], r, c)
 
 
 def _ortools(cost: np.ndarray) -> np.ndarray:

@@ -21,11 +21,11 @@ def summarize(jobs: pd.DataFrame, busy_gpu_seconds: np.ndarray, capacity: np.nda
     return {
         "jobs": int(len(jobs)),
         "average_jct_s": float(np.mean(jct)) if len(jobs) else 0.0,
-        "p50_jct_s": _percentile(jct, 50), "p90_jct_s": _percentile(jct, 90),
-        "p99_jct_s": _percentile(jct, 99),
+        "p50_jct_s": percentile(jct, 50), "p90_jct_s": percentile(jct, 90),
+        "p99_jct_s": percentile(jct, 99),
         "makespan_s": makespan,
-        "rho_min": _percentile(rho, 0), "rho_median": _percentile(rho, 50),
-        "rho_max": _percentile(rho, 100),
+        "rho_min": percentile(rho, 0), "rho_median": percentile(rho, 50),
+        "rho_max": percentile(rho, 100),
         "deadline_miss_ratio": float(with_deadline.mean()) if len(with_deadline) else None,
         "utilization": {t: float(b / (c * span)) for t, b, c in zip(gpu_types, busy_gpu_seconds, capacity)},
         "cost_dollars": float(np.sum(busy_gpu_seconds * cost_per_hour) / 3600.0),
@@ -35,6 +35,7 @@ def summarize(jobs: pd.DataFrame, busy_gpu_seconds: np.ndarray, capacity: np.nda
     }
 
 
-def _percentile(values: np.ndarray, q: float) -> float | None:
+def percentile(values: np.ndarray, q: float) -> float | None:
+    """The q-th percentile of the finite values, None if there are none."""
     finite = values[np.isfinite(values)]
     return float(np.percentile(finite, q)) if finite.size else None

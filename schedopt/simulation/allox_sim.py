@@ -52,8 +52,13 @@ import numpy as np
 import pandas as pd
 
 from schedopt.errors import SchedoptError
-from schedopt.formulations.allox import allox_processing_times, allox_schedule, fairness_filter
+from schedopt.formulations.allox import (
+    allox_processing_times,
+    allox_schedule,
+    fairness_filter,
+)
 from schedopt.instance.model import Instance
+from schedopt.metrics import percentile
 from schedopt.simulation.common import progress_bar
 
 __all__ = ["SCHEDULERS", "AlloxSimulationResult", "AlloxTrace", "alpha_sweep", "jain_index",
@@ -331,8 +336,8 @@ def _summary(trace: AlloxTrace, jobs: pd.DataFrame, state: _State, decisions: pd
     return {
         "jobs": n,
         "average_jct_s": float(jct.mean()) if n else 0.0,
-        "p50_jct_s": _percentile(jct, 50), "p90_jct_s": _percentile(jct, 90),
-        "p99_jct_s": _percentile(jct, 99),
+        "p50_jct_s": percentile(jct, 50), "p90_jct_s": percentile(jct, 90),
+        "p99_jct_s": percentile(jct, 99),
         "makespan_s": makespan,
         "user_average_jct_s": {str(u): float(v) for u, v in user_jct.items()},
         "max_user_average_jct_s": float(user_jct.max()) if n else None,
@@ -371,10 +376,6 @@ def share_fairness(jobs: pd.DataFrame) -> float | None:
                       out=np.ones(mid.size), where=square > 0)
     weight = np.where(active.any(axis=1), length, 0.0)
     return float((index * weight).sum() / weight.sum()) if weight.sum() > 0 else 1.0
-
-
-def _percentile(values: np.ndarray, q: float) -> float | None:
-    return float(np.percentile(values, q)) if values.size else None
 
 
 def alpha_sweep(instance: Instance | AlloxTrace, alphas, progress: bool = False) -> pd.DataFrame:

@@ -19,8 +19,7 @@ import numpy as np
 
 from schedopt.api import solve
 from schedopt.errors import PolicyError
-from schedopt.formulations.baselines import isolated
-from schedopt.formulations.blocks import effective_throughput
+from schedopt.formulations.gavel import isolated_throughput
 from schedopt.formulations.inputs import ThroughputProblem
 from schedopt.policies import GAVEL_ALIASES
 
@@ -102,7 +101,7 @@ class GavelPolicy:
         if result.X is None:
             raise PolicyError(f"{self.name}: no allocation ({result.status.value})")
         if remaining is not None:
-            iso = effective_throughput(problem, isolated(problem).allocation)
+            iso = isolated_throughput(problem)  # as the FTF policy's own denominator uses
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
         return {job: dict(zip(problem.gpu_types, row)) for job, row in zip(job_ids, result.X.tolist())}
 

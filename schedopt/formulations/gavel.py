@@ -180,22 +180,33 @@ def isolated_allocation(problem: ThroughputProblem) -> np.ndarray:
     return X / np.maximum(X.sum(axis=1, keepdims=True), 1.0)
 
 
-def finish_time_ratios(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
-    """(M,) Themis' rho_m(X) = (t_m + R_m / thr_m(X)) / (t^iso_m + R_m / thr^iso_m)."""
-    iso = effective_throughput(problem, isolated_allocation(problem))
+def isolated_throughput(problem: ThroughputProblem) -> np.ndarray:
+    """(M,) steps/s of each job under Gavel's isolated share (`isolated_allocation`)."""
+    return effective_throughput(problem, isolated_allocation(problem))
+
+
+def isolated_finish_time(problem: ThroughputProblem) -> np.ndarray:
+    """(M,) seconds, the ratio's denominator: t^iso_m + R_m / thr^iso_m."""
+    return problem.isolated_time + problem.remaining_steps / isolated_throughput(problem)
+
+
+def finish_time_ratios(problem: ThroughputProblem, X: np.ndarray,
+                       isolated: np.ndarray | None = None) -> np.ndarray:
+    """(M,) Themis' rho_m(X) = (t_m + R_m / thr_m(X)) / (t^iso_m + R_m / thr^iso_m);
+    `isolated` is `isolated_finish_time(problem)` when the caller has it already."""
     thr = effective_throughput(problem, X)
     R = problem.remaining_steps
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = problem.time_since_arrival + np.where(R > 0, R / thr, 0.0)
-        return expected / (problem.isolated_time + R / iso)
+        return expected / (isolated_finish_time(problem) if isolated is None else isolated)
 
 
-def _ftf_feasible(problem, rho, active, solver, options):
-    """Can every active job reach finish-time ratio <= rho? Returns (feasible, X, result)."""
+def _ftf_feasible(problem, rho, active, isolated, solver, options):
+    """Can every active job reach finish-time ratio <= rho? Returns (feasible, X, result).
+    isolated: `isolated_finish_time(problem)` (s)."""
     best = (problem.throughput * problem.runnable).max(axis=1)
-    iso = effective_throughput(problem, isolated_allocation(problem))
     R = problem.remaining_steps
-    denominator = rho * (problem.isolated_time + R / iso) - problem.time_since_arrival
+    denominator = rho * isolated - problem.time_since_arrival
     if np.any(denominator[active] <= 0):
         return False, None, None
     need = np.where(active, R / np.where(active, denominator, 1.0), 0.0) / best  # of best-type time
@@ -229,14 +240,15 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
     start = time.perf_counter()
     T = problem.throughput * problem.runnable
     alone_on_best = np.eye(problem.num_types)[np.argmax(T, axis=1)]  # ignores capacity: a bound
-    lo = float(np.max(finish_time_ratios(problem, alone_on_best)[active]))
+    isolated = isolated_finish_time(problem)
+    lo = float(np.max(finish_time_ratios(problem, alone_on_best, isolated)[active]))
     best_X = isolated_allocation(problem) * problem.runnable * active[:, None]
-    hi = float(np.max(finish_time_ratios(problem, best_X)[active]))
+    hi = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
     lp_count = 0
     if not np.isfinite(hi):  # the isolated share gives some job nothing: search upwards
         hi, best_X = 2.0 * lo, None
         while best_X is None and lp_count < max_iterations:
-            ok, X, _ = _ftf_feasible(problem, hi, active, solver, options)
+            ok, X, _ = _ftf_feasible(problem, hi, active, isolated, solver, options)
             lp_count += 1
             if ok:
                 best_X = X
@@ -244,7 +256,7 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
                 lo, hi = hi, 2.0 * hi
     probe = lo
     while hi - lo > tolerance * hi and lp_count < max_iterations:
-        ok, X, result = _ftf_feasible(problem, probe, active, solver, options)
+        ok, X, result = _ftf_feasible(problem, probe, active, isolated, solver, options)
         lp_count += 1
         if result is not None and not result.status.has_solution:
             return Outcome(None, result.status, None, None, time.perf_counter() - start, solver,
@@ -258,7 +270,7 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
         return Outcome(None, Status.ERROR, None, lo, time.perf_counter() - start, solver,
                        {"lp_solves": lp_count})
     converged = hi - lo <= tolerance * hi
-    objective = float(np.max(finish_time_ratios(problem, best_X)[active]))
+    objective = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
     return Outcome(best_X, Status.OPTIMAL if converged else Status.FEASIBLE, objective, lo,
                    time.perf_counter() - start, solver, {"lp_solves": lp_count})
 

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from schedopt.errors import SchedoptError
-from schedopt.formulations.blocks import effective_throughput
-from schedopt.formulations.gavel import isolated_allocation
+from schedopt.formulations import gavel
 from schedopt.formulations.inputs import ThroughputProblem
 from schedopt.instance.model import Instance
 from schedopt.metrics import summarize
@@ -141,8 +140,7 @@ def finish(policy: str, config: SimulationConfig, data: TraceArrays, completion:
 
 def isolated_throughput(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """(M,) steps/s of each active job under Gavel's isolated share of the cluster."""
-    problem = ThroughputProblem.from_arrays(T, scale, None, capacity)
-    return effective_throughput(problem, isolated_allocation(problem))
+    return gavel.isolated_throughput(ThroughputProblem.from_arrays(T, scale, None, capacity))
 
 
 def progress_bar(total: int, enabled: bool):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lease_strategies import draw_lease_jobs
 
 from schedopt.backends import SolveResult, Status
 from schedopt.errors import PolicyError
@@ -109,13 +110,8 @@ def enumerate_optimum(problem: LeaseProblem) -> float | None:
 def lease_problems(draw):
     n = draw(st.integers(1, 4))
     H = draw(st.integers(1, 4))
-    gpus = draw(st.lists(st.sampled_from([1, 2, 4]), min_size=n, max_size=n))
-    needed = draw(st.lists(st.integers(1, H), min_size=n, max_size=n))
-    num_options = draw(st.lists(st.integers(1, 2), min_size=n, max_size=n))
-    job = np.repeat(np.arange(n), num_options)
-    value = draw(st.lists(st.integers(1, 10), min_size=job.size, max_size=job.size))
-    horizon = draw(st.lists(st.integers(1, H + 1), min_size=job.size, max_size=job.size))
-    capacity = draw(st.lists(st.integers(0, 6), min_size=H, max_size=H))
+    gpus, needed, job, value, horizon, capacity = draw_lease_jobs(draw, n, H, max_options=2,
+                                                                  max_capacity=6)
     admitted = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     return gpus, needed, job, value, horizon, capacity, admitted
 

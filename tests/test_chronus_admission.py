@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lease_strategies import draw_lease_jobs
 
 from schedopt.errors import PolicyError
 from schedopt.formulations.chronus import LeaseProblem, latest_fit_greedy
@@ -147,13 +148,8 @@ def test_admission_with_no_admitted_jobs_and_invalid_inputs():
 def admission_cases(draw):
     H = draw(st.integers(1, 6))
     n = draw(st.integers(0, 4))
-    gpus = draw(st.lists(st.sampled_from([1, 2, 4]), min_size=n, max_size=n))
-    needed = draw(st.lists(st.integers(1, H), min_size=n, max_size=n))
-    num_options = draw(st.lists(st.integers(1, 3), min_size=n, max_size=n))
-    job = np.repeat(np.arange(n), num_options).astype(np.int64)
-    value = draw(st.lists(st.integers(1, 10), min_size=job.size, max_size=job.size))
-    horizon = draw(st.lists(st.integers(1, H + 1), min_size=job.size, max_size=job.size))
-    capacity = draw(st.lists(st.integers(0, 8), min_size=H, max_size=H))
+    gpus, needed, job, value, horizon, capacity = draw_lease_jobs(draw, n, H, max_options=3,
+                                                                  max_capacity=8)
     v = draw(st.integers(1, 3))
     new = NewJob.from_values(
         gpus=draw(st.sampled_from([1, 2, 4, 8])), leases_needed=draw(st.integers(1, H + 1)),

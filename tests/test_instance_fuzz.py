@@ -21,7 +21,8 @@ VALID = {
         "cpu_machines": [{"id": "c0", "cores": 8}],
     },
     "jobs": [
-        {"id": "j0", "type": "resnet", "scale_factor": 2, "total_steps": 10, "steps_done": 1, "deadline": 5},
+        {"id": "j0", "type": "resnet", "scale_factor": 2, "total_steps": 10, "steps_done": 1, "deadline": 5,
+         "deadline_options": [{"after_s": 5, "value": 2}, {"after_s": 9, "value": 1}]},
         {"id": "j1", "type": "lm", "throughput": {"v100": 2.0, "k80": 0.5}, "user": "bob", "isolated_time": 1},
     ],
     "performance": {

@@ -13,7 +13,9 @@ from jsonschema import Draft202012Validator
 
 from schedopt.errors import InstanceError
 from schedopt.instance import instance_to_dict, load_instance, parse_instance, save_instance, validate_file
-from schedopt.instance.model import Cluster, CpuMachine, GpuType, Instance, Job, Node, Performance
+from schedopt.instance.model import (
+    Cluster, CpuMachine, DeadlineOption, GpuType, Instance, Job, Node, Performance,
+)
 from schedopt.instance.validate import schema
 
 TINY = {
@@ -226,6 +228,19 @@ def test_save_then_load_round_trips(tmp_path, suffix):
         save_instance(inst, path)
         assert load_instance(path) == inst
         assert validate_file(path) == []
+
+
+def test_deadline_options_give_the_deadline_and_round_trip(tmp_path):
+    doc = copy.deepcopy(TINY)
+    doc["jobs"][0]["deadline_options"] = [{"after_s": 600, "value": 3}, {"after_s": 1200, "value": 1.5}]
+    inst = parse_instance(doc)
+    a, b = inst.jobs
+    assert a.deadline == 600.0  # the tightest option when `deadline` is left out
+    assert a.slo_options == (DeadlineOption(600.0, 3.0), DeadlineOption(1200.0, 1.5))
+    assert b.slo_options == (DeadlineOption(3600.0, 1.0),)  # deadline alone: worth the weight
+    assert parse_instance(copy.deepcopy(TINY)).jobs[0].slo_options == ()  # best effort
+    save_instance(inst, tmp_path / "d.yaml")
+    assert load_instance(tmp_path / "d.yaml") == inst
 
 
 def test_instance_to_dict_writes_resolved_rows_labels_and_explicit_nodes():

@@ -78,6 +78,12 @@ EXPECTED = {
     "not_utf8.json": "not UTF-8 text",
     "garbage.txt": "unknown suffix '.txt'",
     "null_everywhere.json": "format: expected 'schedopt-instance/1', got null",
+    "deadline_options_not_increasing.json": "jobs[0].deadline_options[1].after_s: expected after_s larger than the previous option's (600)",
+    "deadline_options_zero_after.json": "jobs[0].deadline_options[0].after_s: expected a finite number > 0, got 0",
+    "deadline_options_negative_value.json": "jobs[0].deadline_options[0].value: expected a finite number >= 0, got -1",
+    "deadline_options_missing_value.json": "jobs[0].deadline_options[0].value: required key is missing (expected a finite number >= 0)",
+    "deadline_options_empty.json": "jobs[0].deadline_options: expected a list of at least 1 item(s), got an empty list",
+    "deadline_disagrees_with_options.json": "jobs[0].deadline: expected the first deadline option's after_s (60)",
     "several_problems.json": "jobs[0].weight: expected a finite number > 0, got -1",
 }
 SEVERAL = {"null_everywhere.json": 4, "several_problems.json": 3, "yaml_integer_gpu_key.yaml": 3}

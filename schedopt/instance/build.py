@@ -8,7 +8,8 @@ Python floats (steps/s, seconds, $/GPU-hour) and counts ints.
 from __future__ import annotations
 
 from schedopt.instance.model import (
-    Cluster, Colocation, CpuMachine, GpuType, Instance, Job, Node, Performance, frozen_map,
+    Cluster, Colocation, CpuMachine, DeadlineOption, GpuType, Instance, Job, Node, Performance,
+    frozen_map,
 )
 
 
@@ -37,12 +38,18 @@ def _derived_nodes(gpu_types: dict[str, GpuType], listed: tuple[Node, ...]) -> t
 
 def _job(j: dict, table: dict, types: list[str]) -> Job:
     row = j["throughput"] if "throughput" in j else table[j["type"]]
+    options = tuple(DeadlineOption(float(o["after_s"]), float(o["value"]))
+                    for o in j.get("deadline_options", []))
+    deadline = _float(j.get("deadline"))
+    if deadline is None and options:
+        deadline = options[0].after_s
     return Job(
         id=j["id"], throughput=frozen_map({t: float(row[t]) for t in types}), type=j.get("type"),
         scale_factor=int(j.get("scale_factor", 1)), weight=float(j.get("weight", 1.0)),
         arrival_time=float(j.get("arrival_time", 0.0)), total_steps=_float(j.get("total_steps")),
-        steps_done=float(j.get("steps_done", 0.0)), deadline=_float(j.get("deadline")),
+        steps_done=float(j.get("steps_done", 0.0)), deadline=deadline,
         user=j.get("user"), isolated_time=float(j.get("isolated_time", 0.0)),
+        deadline_options=options,
     )
 
 

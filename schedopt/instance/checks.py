@@ -129,6 +129,28 @@ def _progress_problems(jobs: list) -> list[tuple[Path, str]]:
     return found
 
 
+def _deadline_problems(jobs: list) -> list[tuple[Path, str]]:
+    """deadline_options strictly increasing in after_s; `deadline`, when also given, equals the
+    first option's after_s (the SLO deadline is the tightest option)."""
+    found = []
+    for i, job in enumerate(jobs):
+        options = [o for o in _list(_dict(job).get("deadline_options")) if isinstance(o, dict)]
+        after = [o.get("after_s") for o in options]
+        if not options or not all(is_number(a) for a in after):
+            continue
+        for k in range(1, len(after)):
+            if after[k] <= after[k - 1]:
+                msg = (f"expected after_s larger than the previous option's ({show(after[k - 1])}); "
+                       f"options go by increasing deadline, got {show(after[k])}")
+                found.append((("jobs", i, "deadline_options", k, "after_s"), msg))
+        deadline = _dict(job).get("deadline")
+        if is_number(deadline) and deadline != after[0]:
+            msg = (f"expected the first deadline option's after_s ({show(after[0])}): the deadline "
+                   f"is the tightest option, got {show(deadline)}")
+            found.append((("jobs", i, "deadline"), msg))
+    return found
+
+
 def _reference_problems(doc: dict) -> list[tuple[Path, str]]:
     """Job ids in `cpu_time` must exist. (Job types in `colocated`/`unconsolidated` need not:
     a performance model may describe job types that no queued job has.)"""
@@ -142,6 +164,7 @@ def cross_field_problems(doc: dict) -> list[tuple[Path, str]]:
     """Every cross-field problem of `doc` (ids, GPU types, row resolution, node sums, progress)."""
     cluster, jobs = _dict(doc.get("cluster")), _list(doc.get("jobs"))
     found = _unique_ids(("jobs",), jobs, "job") + _progress_problems(jobs) + _reference_problems(doc)
+    found += _deadline_problems(jobs)
     found += _unique_ids(("cluster", "nodes"), _list(cluster.get("nodes")), "node")
     found += _unique_ids(("cluster", "cpu_machines"), _list(cluster.get("cpu_machines")), "CPU machine")
     gpu_types = cluster.get("gpu_types")

@@ -56,11 +56,21 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class DeadlineOption:
+    """A soft deadline: `value` is earned if the job finishes within `after_s` seconds of arrival."""
+
+    after_s: float
+    value: float
+
+
+@dataclass(frozen=True)
 class Job:
     """A queued job. `throughput` is its resolved row (steps/s per GPU type), always complete.
 
     deadline: seconds after arrival (None = none); total_steps None = unknown work.
     isolated_time: seconds of isolated-share time already credited (finish-time fairness).
+    deadline_options: soft deadlines by increasing after_s (the first is `deadline`); empty when
+    the file gives none.
     """
 
     id: str
@@ -74,6 +84,17 @@ class Job:
     deadline: float | None = None
     user: str | None = None
     isolated_time: float = 0.0
+    deadline_options: tuple[DeadlineOption, ...] = ()
+
+    @property
+    def slo_options(self) -> tuple[DeadlineOption, ...]:
+        """The job's deadline options: `deadline_options`, else one option at `deadline` worth
+        the job's `weight`, else none (a best-effort job)."""
+        if self.deadline_options:
+            return self.deadline_options
+        if self.deadline is None:
+            return ()
+        return (DeadlineOption(self.deadline, self.weight),)
 
     @property
     def remaining_steps(self) -> float | None:

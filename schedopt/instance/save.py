@@ -35,6 +35,8 @@ def _job(j: Job) -> dict:
         "arrival_time": float(j.arrival_time), "total_steps": _opt(j.total_steps),
         "steps_done": float(j.steps_done), "deadline": _opt(j.deadline), "user": j.user,
         "isolated_time": float(j.isolated_time), "throughput": _floats(j.throughput),
+        "deadline_options": [{"after_s": float(o.after_s), "value": float(o.value)}
+                             for o in j.deadline_options] or None,
     })
 
 

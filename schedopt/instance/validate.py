@@ -46,7 +46,9 @@ def describe(schema: dict) -> str:
         "integer": " ".join(["an integer", *bounds]),
         "string": "a non-empty string" if schema.get("minLength") else "a string",
         "object": "a mapping" + (" with at least 1 entry" if schema.get("minProperties") else ""),
-        "array": f"a list of {schema['minItems']}" if "maxItems" in schema else "a list",
+        "array": (f"a list of {schema['minItems']} items" if "maxItems" in schema else
+                  f"a list of at least {schema['minItems']} item(s)" if "minItems" in schema
+                  else "a list"),
         "null": "null",
     }
     return " or ".join(words[t] for t in ([types] if isinstance(types, str) else types))
@@ -76,7 +78,7 @@ def _schema_problems(doc: dict) -> list[tuple[Path, str]]:
                 if key not in sub.get("properties", {})
             ]
         elif kw in ("minItems", "maxItems"):
-            found.append((path, f"expected {describe(sub)} items, got {show(value)}"))
+            found.append((path, f"expected {describe(sub)}, got {show(value)}"))
         else:  # type, const, minimum, exclusiveMinimum, minLength, minProperties
             found.append((path, f"expected {describe(sub)}, got {show(value)}"))
     return list(dict.fromkeys(found))

@@ -261,6 +261,38 @@ def large(g: dict) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# 5. chronus-leases.json: an overloaded deadline trace for `schedopt leases` (made-up numbers)
+
+def chronus_leases() -> dict:
+    """60 jobs on 16 GPUs (2 nodes of 8): asks for about twice what the pool serves."""
+    rng = np.random.default_rng(5)
+    speed = {"resnet": 2.5, "transformer": 1.2, "lstm": 4.0}  # steps/s on one v100 (made up)
+    jobs = []
+    for i in range(60):
+        kind = str(rng.choice(list(speed)))
+        gpus = int(rng.choice([1, 2, 3, 4, 6, 8], p=[0.45, 0.2, 0.05, 0.15, 0.05, 0.1]))
+        duration = float(rng.uniform(600, 4 * 3600))
+        job = {"id": f"j{i:02d}", "type": kind, "scale_factor": gpus,
+               "arrival_time": r6(rng.uniform(0, 8 * 3600)),
+               "total_steps": round(duration * speed[kind]), "weight": float(rng.choice([1, 2]))}
+        draw = rng.random()
+        if draw < 0.45:
+            job["deadline"] = r6(duration * rng.uniform(1.2, 3.0))
+        elif draw < 0.7:
+            first = r6(duration * rng.uniform(1.2, 2.0))
+            job["deadline_options"] = [{"after_s": first, "value": 2 * job["weight"]},
+                                       {"after_s": r6(2 * first), "value": job["weight"]}]
+        jobs.append(job)
+    return {
+        "format": FORMAT,
+        "name": "chronus-leases (made-up numbers: 60 jobs, 16 GPUs, overloaded; see README)",
+        "cluster": {"gpu_types": {"v100": {"count": 16, "gpus_per_node": 8}}},
+        "jobs": jobs,
+        "performance": {"throughput": {k: {"v100": v} for k, v in speed.items()}},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("throughputs", help="Gavel's simulation_throughputs.json")
@@ -273,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     write(args.out, "small-heterogeneous.yaml", small(g))
     write(args.out, "colocation.json", colocation(g))
     write(args.out, "large-2000.json", large(g))
+    write(args.out, "chronus-leases.json", chronus_leases())
     return 0
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from schedopt.backends import SolveOptions
 from schedopt.errors import PolicyError
-from schedopt.formulations import allox, baselines, gavel
+from schedopt.formulations import allox, baselines, chronus, gavel
+from schedopt.formulations.chronus_policy import chronus_policy
 from schedopt.formulations.blocks import Outcome
 from schedopt.formulations.inputs import ThroughputProblem
 
@@ -87,6 +88,10 @@ SCHEDULE_POLICIES: dict[str, Policy] = {p.name: p for p in [
     Policy("allox", "Whole jobs on single GPUs and CPU machines, min total completion time (AlloX "
            "matching; option alpha).", "total completion time, sum of (completion - arrival), "
            "seconds", allox.allox_policy, solver=allox.DEFAULT_METHOD, reads_instance=True),
+    Policy("chronus", "Deadline-aware leases (Chronus): admission control, lease MILP for SLO jobs, "
+           "shortest remaining service for the rest, on one GPU type.",
+           "sum of chosen deadline-option values + sigma x (GPUs of SLO jobs in the next lease) / "
+           "pool size", chronus_policy, solver=chronus.DEFAULT_SOLVER, reads_instance=True),
 ]}
 
 REGISTRY: dict[str, Policy] = {**POLICIES, **SCHEDULE_POLICIES}

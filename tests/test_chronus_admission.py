@@ -15,7 +15,6 @@ from schedopt.formulations.chronus_admission import (
     JobSet,
     NewJob,
     admit,
-    demote,
     earliest_fitting_horizon,
     latest_fit_packing,
     round_up_gpus,
@@ -206,31 +205,3 @@ def test_earliest_fitting_horizon_equals_linear_scan(free, gpus, needed):
     linear = next((h for h in range(1, free.size + 1)
                    if np.count_nonzero(free[:h] >= gpus) >= needed), None)
     assert earliest_fitting_horizon(free, gpus, needed) == linear
-
-
-# --- demotion -----------------------------------------------------------------------------------
-
-def test_demote_jobs_that_cannot_meet_their_loosest_deadline():
-    # A: 8 GPUs x 2 leases, D=3; B: 4 x 1, D in {2, 4}; C: 8 x 2, D=4; E: not admitted.
-    problem = LeaseProblem.from_arrays(
-        gpus=[8, 4, 8, 1], leases_needed=[2, 1, 2, 10], option_job=[0, 1, 1, 2, 3],
-        option_value=[1, 5, 1, 1, 1], option_horizon=[3, 2, 4, 4, 1], capacity=[8, 8, 8, 8],
-        admitted=[True, True, True, False])
-    # now=2: A has 1 lease left before D=3 (rule a). Over leases 2..3, B (loosest D=4) packs
-    # first into lease 3 and C finds only lease 2 with 8 GPUs (rule b).
-    assert demote(problem, 2).tolist() == [True, False, True, False]
-    # now=0: 36 GPU-leases on 32; B -> 3, C -> (1, 2), A finds only lease 0 (rule b).
-    assert demote(problem, 0).tolist() == [True, False, False, False]
-    # Past the window: every admitted job is demoted.
-    assert demote(problem, 4).tolist() == [True, True, True, False]
-
-
-def test_demote_keeps_jobs_that_still_fit_and_validates_now():
-    problem = LeaseProblem.from_arrays(gpus=[4, 8], leases_needed=[2, 1], option_job=[0, 0, 1],
-                                       option_value=[10, 8, 10], option_horizon=[2, 3, 2],
-                                       capacity=[8, 8, 8])
-    assert demote(problem, 0).tolist() == [False, False]
-    # now=1: A needs both leases 1, 2 (4 GPUs each), so B (8 GPUs, lease 1 only) cannot fit.
-    assert demote(problem, 1).tolist() == [False, True]
-    with pytest.raises(PolicyError, match="now_lease"):
-        demote(problem, -1)

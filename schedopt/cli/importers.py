@@ -16,7 +16,7 @@ from schedopt.instance import parse_instance, save_instance
 from schedopt.instance.model import FORMAT
 from schedopt.traces import (
     gavel_cluster, gavel_performance, load_performance, parse_gpu_map, read_gavel_trace, read_philly,
-    summary, synthetic_trace,
+    read_philly_deadlines, summary, synthetic_trace,
 )
 from schedopt.traces.common import GAVEL_CLUSTER
 
@@ -175,6 +175,36 @@ def philly(csv, throughputs, output, cluster, gpus_per_node, no_colocation, refe
     result = read_philly(csv, performance, spec, seed, reference=reference_gpu, limit=limit,
                          clip=clip, colocation=not no_colocation)
     _write(result.instance, output, f", {result.dropped} dropped, {result.clipped} clipped")
+
+
+@import_group.command("philly-deadlines")
+@click.argument("csv", type=click.Path(dir_okay=False, path_type=Path))
+@_output_option
+@click.option("--gpus", default=64, show_default=True, type=click.IntRange(min=1),
+              help="GPUs in the (homogeneous) pool.")
+@click.option("--gpus-per-node", default=8, show_default=True, type=click.IntRange(min=1),
+              help="GPUs per node (Chronus rounds GPU counts up to 1, 2, 4, 8n on 8-GPU nodes).")
+@click.option("--deadline-factor", default=2.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True), metavar="F",
+              help="SLO jobs get deadline = F x their Philly duration (s after arrival).")
+@click.option("--slo-fraction", default=1.0, show_default=True, type=click.FloatRange(0, 1),
+              help="Share of jobs (drawn with --seed) that get a deadline; the rest are best effort.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed (numpy default_rng).")
+@click.option("--limit", default=None, type=click.IntRange(min=1), metavar="N",
+              help="Keep only the first N jobs by arrival.")
+@click.option("--max-duration", default=None, type=click.FloatRange(min=0, min_open=True),
+              metavar="S", help="Drop jobs that ran longer than S seconds (Philly has multi-day jobs).")
+def philly_deadlines(csv, output, gpus, gpus_per_node, deadline_factor, slo_fraction, seed, limit,
+                     max_duration):
+    """A Philly-derived CSV as a deadline trace on one GPU pool, for `schedopt leases`.
+
+    Each job runs exactly its Philly duration (1 step/s, total_steps = duration) on num_gpus
+    GPUs; jobs asking for more than --gpus are dropped. Needs no throughput table.
+    """
+    _check_suffix(output)
+    result = read_philly_deadlines(csv, gpus, gpus_per_node, deadline_factor, slo_fraction, seed,
+                                   limit=limit, max_duration=max_duration)
+    _write(result.instance, output, f", {result.dropped} dropped")
 
 
 @import_group.command("synthetic")

@@ -15,6 +15,7 @@ from schedopt.cli import render
 from schedopt.cli.allox import allox_command
 from schedopt.cli.compare import compare_command, sweep_command
 from schedopt.cli.importers import import_group
+from schedopt.cli.leases import leases_command
 from schedopt.cli.simulate import place_command, simulate_command
 from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, validate_file
@@ -107,6 +108,8 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
         click.echo()
         if result.X is None and "queues" in result.details:
             click.echo(render.queue_table(result, max_rows))
+        elif "leases" in result.details:
+            click.echo(render.lease_table(result, max_rows))
         else:
             click.echo(render.allocation_table(result, max_rows))
     if not result.status.has_solution:
@@ -175,7 +178,7 @@ def demo(policy_names):
 
 
 for command in (import_group, simulate_command, place_command, compare_command, sweep_command,
-                allox_command):
+                allox_command, leases_command):
     main.add_command(command)
 
 

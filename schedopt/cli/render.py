@@ -61,3 +61,23 @@ def queue_table(result: Result, max_rows: int) -> str:
     if len(busy) > max_rows:
         lines.append(f"... {len(busy) - max_rows} more machines (use --max-rows, --json or --output)")
     return "\n".join(lines)
+
+
+def lease_table(result: Result, max_rows: int) -> str:
+    """Lease policies (chronus): per job, its class, the leases it holds (0 = the next one) and
+    whether it runs in the next lease; the gap and pool above it."""
+    d = result.details
+    admitted, rejected, running = set(d["admitted"]), set(d["rejected"]), set(d["running"])
+    lines = [f"{d['gpus']} {d['gpu_type']} GPUs, leases of {d['lease_seconds']:g} s, sigma "
+             f"{d['sigma']:+g}, gap {number(d['gap'], 3)}"
+             + (" (latest-fit fallback: the solver found no plan)" if d["used_fallback"] else "")]
+
+    def kind(job):
+        return "admitted" if job in admitted else "SLO, not admitted" if job in rejected else "best effort"
+
+    rows = [[job, kind(job), " ".join(map(str, d["leases"].get(job, []))) or "-",
+             "yes" if job in running else "no"] for job in result.job_ids[:max_rows]]
+    lines += ["", table(["job", "class", "leases", "runs next lease"], rows)]
+    if len(result.job_ids) > max_rows:
+        lines.append(f"... {len(result.job_ids) - max_rows} more jobs (use --max-rows, --json or --output)")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Chronus admission control, demotion and GPU round-up (formulations.md 3; Gao et al., SoCC'21).
+"""Chronus admission control and GPU round-up (formulations.md 3; Gao et al., SoCC'21).
 
 Units as in `chronus.LeaseProblem`: GPUs (gpus, capacity), leases (leases_needed, horizons:
 a horizon D lets a job use leases 0..D-1 of the capacity window), value (any unit).
@@ -24,11 +24,6 @@ The search is exact: admitted jobs are packed before the new job, so their lease
 on H, and the new job fits at H iff at least n_new leases t < H have g_new GPUs left; that
 count only grows with H. On admission the reachable option recorded is the one of highest
 value among options with D_v >= H* (ties: the tighter one, then the earlier option).
-
-Demotion (`demote`): an admitted job is demoted when (a) it needs more leases than remain before
-its loosest horizon, n_j > min(D_j, H) - now, or (b) the latest-fit packing (order above) of the
-admitted jobs that pass (a), over leases now..H-1, leaves it unplaced. Jobs placed by that packing
-do not depend on the unplaced ones (those take nothing), so one pass suffices.
 """
 
 from __future__ import annotations
@@ -112,17 +107,6 @@ class JobSet:
     def empty(cls) -> JobSet:
         z = np.zeros(0, dtype=np.int64)
         return cls(z, z, z, np.zeros(0), z)
-
-    @classmethod
-    def from_problem(cls, problem: LeaseProblem) -> JobSet:
-        """The admitted jobs of a lease problem (renumbered 0..n_admitted-1 in index order)."""
-        keep = np.flatnonzero(problem.admitted)
-        new_index = np.full(problem.num_jobs, -1, dtype=np.int64)
-        new_index[keep] = np.arange(keep.size)
-        opt = problem.admitted[problem.option_job]
-        return cls(problem.gpus[keep], problem.leases_needed[keep],
-                   new_index[problem.option_job[opt]], problem.option_value[opt],
-                   problem.option_horizon[opt])
 
     def loosest_horizon(self) -> np.ndarray:
         """(n,) the largest option horizon of each job, in leases."""
@@ -266,26 +250,3 @@ def _reachable_option(new_job: NewJob, horizon: int) -> int:
     best = np.lexsort((ok, new_job.option_horizon[ok], -new_job.option_value[ok]))[0]
     return int(ok[best])
 
-
-def demote(problem: LeaseProblem, now_lease: int) -> np.ndarray:
-    """(n,) bool: admitted jobs that can no longer meet even their loosest deadline.
-
-    Here the problem's horizons and capacity index leases from its own lease 0 and `now_lease`
-    is the current lease, so job j may still use leases now_lease..min(D_j, H)-1. Rules (a) and
-    (b) of the module docstring; jobs that are not admitted are never demoted.
-    """
-    if isinstance(now_lease, bool) or int(now_lease) != now_lease or now_lease < 0:
-        raise PolicyError(f"now_lease must be an integer >= 0, got {now_lease!r}")
-    now = int(now_lease)
-    jobs = JobSet.from_problem(problem)
-    keep = np.flatnonzero(problem.admitted)
-    left = np.minimum(jobs.loosest_horizon(), problem.num_leases) - now
-    out = np.zeros(problem.num_jobs, dtype=bool)
-    late = jobs.leases_needed > left
-    out[keep[late]] = True
-    alive = np.flatnonzero(~late)
-    if alive.size and now < problem.num_leases:
-        _, unplaced, _ = latest_fit_packing(jobs.gpus[alive], jobs.leases_needed[alive],
-                                            left[alive], problem.capacity[now:])
-        out[keep[alive[list(unplaced)]]] = True
-    return out

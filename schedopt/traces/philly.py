@@ -111,3 +111,53 @@ def read_philly(csv_path: str | os.PathLike, performance: dict, cluster: dict, s
                               colocation=colocation)
     name = f"{Path(csv_path).name} (Philly-derived, {len(jobs)} jobs, seed {seed})"
     return PhillyTrace(build_trace(jobs, perf, cluster, name, source, where), dropped, clipped)
+
+
+def read_philly_deadlines(csv_path: str | os.PathLike, gpus: int = 64, gpus_per_node: int = 8,
+                          deadline_factor: float = 2.0, slo_fraction: float = 1.0, seed: int = 0,
+                          *, gpu_type: str = "gpu", limit: int | None = None,
+                          max_duration: float | None = None) -> PhillyTrace:
+    """The Philly CSV as a deadline trace on one homogeneous pool (for `schedopt leases`).
+
+    Pool: `gpus` GPUs of `gpu_type`, `gpus_per_node` per node. Each kept job runs exactly its
+    Philly `duration` (throughput 1 step/s, total_steps = duration, s) on scale_factor =
+    num_gpus GPUs; a fraction `slo_fraction` of them (drawn with numpy default_rng(seed)) gets
+    deadline = deadline_factor x duration (s after arrival), the rest are best effort.
+    Jobs asking for more than `gpus` GPUs, or running longer than `max_duration` s, are dropped
+    (counted in `dropped`); `limit` keeps the first N kept jobs by arrival. Arrivals are
+    seconds after the earliest kept timestamp; ids j000.. in arrival order.
+    """
+    if not deadline_factor > 0:
+        raise SchedoptError(f"the deadline factor must be > 0, got {deadline_factor}")
+    if not 0 <= slo_fraction <= 1:
+        raise SchedoptError(f"the SLO fraction must be in [0, 1], got {slo_fraction}")
+    source = str(csv_path)
+    df, seconds = _read(csv_path)
+    order = np.argsort(seconds, kind="stable")
+    duration = df["duration"].to_numpy(float)[order]
+    want = df["num_gpus"].to_numpy(int)[order]
+    keep = (want <= gpus) & (duration > 0)
+    if max_duration is not None:
+        keep &= duration <= max_duration
+    kept = np.flatnonzero(keep)[:limit]
+    rows = order[kept]
+    if rows.size == 0:
+        raise SchedoptError(f"{source}: every job was dropped (more than {gpus} GPUs, zero "
+                            f"duration or longer than max_duration)")
+    slo = np.random.default_rng(seed).random(rows.size) < slo_fraction
+    start = seconds[rows[0]]
+    jobs = []
+    for i, row in enumerate(rows):
+        run = float(df["duration"].iloc[row])
+        job = {"id": job_id(i, rows.size), "scale_factor": int(df["num_gpus"].iloc[row]),
+               "arrival_time": float(seconds[row] - start), "total_steps": run,
+               "throughput": {gpu_type: 1.0}}
+        if slo[i]:
+            job["deadline"] = deadline_factor * run
+        jobs.append(job)
+    cluster = {"gpu_types": {gpu_type: {"count": gpus, "gpus_per_node": gpus_per_node}}}
+    name = (f"{Path(csv_path).name} (Philly-derived deadlines, {len(jobs)} jobs, "
+            f"factor {deadline_factor:g}, seed {seed})")
+    where = [f"{source}:{row + 2}" for row in rows]
+    read = keep.size if limit is None else int(kept[-1]) + 1  # rows looked at before the cut
+    return PhillyTrace(build_trace(jobs, {}, cluster, name, source, where), read - rows.size, 0)

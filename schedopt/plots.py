@@ -2,6 +2,7 @@
 
     fig = jct_cdf(comparison.jobs)          # CDF of job completion times, one line per policy
     fig = jct_vs_load(sweep)                # average JCT (h) vs input job rate (jobs/h)
+    fig = slo_miss_vs_deadline(sweep)       # SLO miss ratio vs deadline factor, per scheduler
     fig.savefig("jct.png")
 
 matplotlib is imported only when a figure is drawn. Figures are made on the Agg canvas without
@@ -16,7 +17,8 @@ import pandas as pd
 
 from schedopt.errors import SchedoptError
 
-__all__ = ["allox_alpha_tradeoff", "jct_cdf", "jct_vs_load", "require_matplotlib"]
+__all__ = ["allox_alpha_tradeoff", "jct_cdf", "jct_vs_load", "require_matplotlib",
+           "slo_miss_vs_deadline"]
 
 
 def jct_cdf(frames: dict[str, pd.DataFrame], ax=None):
@@ -42,17 +44,33 @@ def jct_vs_load(sweep: pd.DataFrame, ax=None):
     policy, from `load_sweep`'s frame (columns rate_jobs_per_hour, policy, average_jct_s).
     Returns the figure."""
     fig, ax = _axes(ax)
-    markers = "osD^v<>ph*"
-    for i, (policy, rows) in enumerate(sweep.groupby("policy", sort=False)):
-        rows = rows.sort_values("rate_jobs_per_hour")
-        ax.plot(rows["rate_jobs_per_hour"], rows["average_jct_s"] / 3600.0,
-                marker=markers[i % len(markers)], label=policy)
+    _lines(ax, sweep, "rate_jobs_per_hour", "average_jct_s", "policy", 1 / 3600.0)
     ax.set_xlabel("Input job rate (jobs/hour)")
     ax.set_ylabel("Average JCT (hours)")
+    return fig
+
+
+def slo_miss_vs_deadline(sweep: pd.DataFrame, ax=None):
+    """SLO deadline-miss ratio against the deadline factor (deadline = factor x duration), one
+    line per scheduler, from a frame with columns deadline_factor, scheduler, slo_miss_ratio
+    (e.g. rows of `schedopt.simulation.lease_sim` summaries). Returns the figure."""
+    fig, ax = _axes(ax)
+    _lines(ax, sweep, "deadline_factor", "slo_miss_ratio", "scheduler", 1.0)
+    ax.set_xlabel("Deadline factor (deadline = factor x job duration)")
+    ax.set_ylabel("SLO deadline-miss ratio")
+    ax.set_ylim(0, 1.02)
+    return fig
+
+
+def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: str, scale: float) -> None:
+    """One line with markers per value of `group`: frame[y] * scale against frame[x]."""
+    markers = "osD^v<>ph*"
+    for i, (name, rows) in enumerate(frame.groupby(group, sort=False)):
+        rows = rows.sort_values(x)
+        ax.plot(rows[x], rows[y] * scale, marker=markers[i % len(markers)], label=name)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend()
-    return fig
 
 
 def require_matplotlib() -> None:

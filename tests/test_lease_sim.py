@@ -147,5 +147,10 @@ def test_bundled_trace_through_the_cli_as_a_table_and_as_json():
     (only,) = doc["results"]
     assert only["scheduler"] == "edf"
     assert len(only["jobs"]) == len(load_instance(BUNDLED).jobs)
+    out = runner.invoke(main, ["solve", str(BUNDLED), "--policy", "chronus", "--json"])
+    doc = json.loads(out.output)
+    assert {"objective", "bound", "status", "leases", "gap"} <= set(doc)
+    assert doc["status"] in ("optimal", "feasible") and doc["bound"] >= doc["objective"] - 1e-6
+    assert set(doc["admitted"]) <= set(doc["leases"])  # every admitted job holds leases
     out = runner.invoke(main, ["leases", str(BUNDLED), "--sigma", "2"])
     assert out.exit_code == 2 and "--sigma expects" in out.output

@@ -68,6 +68,10 @@ def test_settings_reject_bad_values():
         LeaseSettings(sigma=0.5)
     with pytest.raises(PolicyError, match="horizon_leases"):
         LeaseSettings(horizon_leases=0)
+    with pytest.raises(PolicyError, match="lease_seconds must be a finite number"):
+        LeaseSettings(lease_seconds="abc")
+    with pytest.raises(PolicyError, match="horizon_leases"):
+        LeaseSettings(horizon_leases="many")
 
 
 def test_demote_only_admitted_jobs_without_a_reachable_option():

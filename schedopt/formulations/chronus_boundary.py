@@ -138,13 +138,18 @@ class LeaseSettings:
     time_limit: float | None = 5.0
 
     def __post_init__(self):
-        if not (np.isfinite(self.lease_seconds) and self.lease_seconds > 0):
+        for name in ("lease_seconds", "resume_overhead_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not np.isfinite(value):
+                raise PolicyError(f"{name} must be a finite number of seconds, got {value!r}")
+        if not self.lease_seconds > 0:
             raise PolicyError(f"lease_seconds must be > 0, got {self.lease_seconds!r}")
         if not (0 <= self.resume_overhead_s < self.lease_seconds):
             raise PolicyError(f"resume_overhead_s must be in [0, lease_seconds), got "
                               f"{self.resume_overhead_s!r}")
-        if isinstance(self.horizon_leases, bool) or int(self.horizon_leases) != self.horizon_leases \
-                or self.horizon_leases < 1:
+        if isinstance(self.horizon_leases, bool) or not isinstance(self.horizon_leases, (int, float)) \
+                or int(self.horizon_leases) != self.horizon_leases or self.horizon_leases < 1:
             raise PolicyError(f"horizon_leases must be an integer >= 1, got {self.horizon_leases!r}")
         if self.sigma != "adaptive" and self.sigma not in (1, -1):
             raise PolicyError(f"sigma must be 1, -1 or 'adaptive', got {self.sigma!r}")

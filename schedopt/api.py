@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from schedopt.backends import SolveOptions
@@ -32,7 +33,10 @@ def as_problem(instance: Instance | ThroughputProblem | str | Path) -> Throughpu
 
 def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "max_min_fairness",
           solver: str | None = None, *, time_limit: float | None = None, mip_gap: float | None = None,
-          threads: int | None = None, verbose: bool = False, **policy_options) -> Result:
+          threads: int | None = None, verbose: bool = False, partitions: int | None = None,
+          executor: str = "serial", partition_seed: int = 0,
+          partition_method: str = "stratified", previous_parts: dict[str, int] | None = None,
+          exact_gap: bool = False, **policy_options) -> Result:
     """Solve `instance` with `policy` (a name from `schedopt policies` or `gavel:NAME`).
 
     solver: backend name (highs, highs-ipm, clarabel, glop, pdlp, scip, cbc, cvxpy[:SOLVER]);
@@ -43,6 +47,14 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
     `allox` needs an Instance or a path (CPU machines, cpu_time); its solver is the assignment
     method (auto, scipy, scipy-sparse, ortools, full), its Result has X = None and the schedule
     in `details` (see schedopt.formulations.allox.allox_policy).
+
+    partitions=k solves with POP (`schedopt.pop`): k parts, each with its share of every type,
+    run by `executor` ("serial", "process" or "ray"), partitioned by `partition_method`
+    ("stratified" or "random") with `partition_seed`; `previous_parts` ({job id: part}, e.g.
+    the last result's details["pop"]["parts"]) keeps jobs in their parts. The objective is
+    the coalesced allocation's, on the whole instance. exact_gap=True also solves the whole
+    instance: details["pop"] gains exact_objective, exact_seconds and gap (relative, >= 0
+    when POP is worse), and `bound` becomes the exact solve's bound.
     """
     chosen, options = resolve(policy)
     unknown = set(policy_options) - set(chosen.option_names)
@@ -51,6 +63,9 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
                           f"it takes: {', '.join(chosen.option_names) or 'none'}")
     settings = SolveOptions(time_limit=time_limit, mip_gap=mip_gap, threads=threads,
                             verbose=verbose)
+    if partitions is not None and chosen.reads_instance:
+        raise PolicyError(f"POP (partitions) works with throughput-matrix policies; "
+                          f"{chosen.name} is not one")
     if chosen.reads_instance:  # e.g. allox: needs CPU machines and cpu_time, not just arrays
         if isinstance(instance, ThroughputProblem):
             raise PolicyError(f"policy {chosen.name} needs an instance (a file or an Instance: "
@@ -59,6 +74,11 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
         outcome = chosen.run(instance, solver or chosen.solver, settings,
                              **{**options, **policy_options})
         problem = ThroughputProblem.from_instance(instance)
+    elif partitions is not None:
+        problem = as_problem(instance)
+        outcome = _pop(chosen, problem, partitions, solver or chosen.solver, settings,
+                       {**options, **policy_options}, executor, partition_seed, partition_method,
+                       previous_parts, exact_gap)
     else:
         problem = as_problem(instance)
         outcome = chosen.run(problem, solver or chosen.solver, settings,
@@ -67,3 +87,23 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
                   bound=outcome.bound, solver=outcome.solver, solve_seconds=outcome.solve_seconds,
                   job_ids=problem.job_ids, gpu_types=problem.gpu_types, X=outcome.allocation,
                   throughput=problem.throughput, details=outcome.details)
+
+
+def _pop(policy, problem, k, solver, settings, options, executor, seed, method, previous,
+         exact_gap):
+    """POP's outcome, with the exact solve's objective, bound and gap when `exact_gap`."""
+    from schedopt.pop import solve_pop
+
+    outcome = solve_pop(problem, policy.name, k, solver, settings, options, executor=executor,
+                        seed=seed, method=method, previous=previous, evaluate=policy.evaluate)
+    if exact_gap and outcome.objective is not None:
+        start = time.perf_counter()
+        exact = policy.run(problem, solver, settings, **options)
+        report = outcome.details["pop"]
+        report["exact_seconds"] = time.perf_counter() - start
+        report["exact_objective"] = exact.objective
+        if exact.objective is not None:
+            report["gap"] = abs(outcome.objective - exact.objective) / max(abs(exact.objective), 1e-12)
+        outcome.bound = exact.bound
+    return outcome
+

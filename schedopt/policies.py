@@ -20,7 +20,9 @@ from schedopt.formulations.inputs import ThroughputProblem
 class Policy:
     """A named policy. `objective` says what Result.objective means (with units); `run` takes
     (problem, solver, options, **policy_options) and returns an Outcome. `solver` is the
-    default backend, picked by measurement (benchmarks/README.md)."""
+    default backend, picked by measurement (benchmarks/README.md). `evaluate(problem, X,
+    **policy_options)` gives the objective of any allocation X (None: the policy has none);
+    POP reports the coalesced allocation's objective with it."""
 
     name: str
     summary: str
@@ -29,6 +31,7 @@ class Policy:
     defaults: dict = field(default_factory=dict)
     solver: str = "highs"
     reads_instance: bool = False
+    evaluate: Callable[..., float] | None = None
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -51,24 +54,29 @@ def _closed_form(fn):
 _POLICIES = [
     Policy("max_min_fairness", "Heterogeneity-aware max-min fairness over normalized throughputs (Gavel).",
            "min over jobs of s*throughput/(weight*equal-share throughput) (dimensionless)",
-           gavel.max_min_fairness, solver="clarabel"),
+           gavel.max_min_fairness, solver="clarabel", evaluate=gavel.max_min_objective),
     Policy("max_min_fairness_agnostic", "Max-min fairness of time shares, blind to GPU speed (LAS).",
            "min over jobs of s*(time share)/weight (dimensionless)",
-           gavel.max_min_fairness, {"agnostic": True}, solver="clarabel"),
+           gavel.max_min_fairness, {"agnostic": True}, solver="clarabel",
+           evaluate=gavel.max_min_objective),
     Policy("min_makespan", "Minimize the time until every job finishes (exact single LP).",
-           "makespan in seconds", gavel.min_makespan, solver="clarabel"),
+           "makespan in seconds", gavel.min_makespan, solver="clarabel",
+           evaluate=gavel.makespan_objective),
     Policy("min_makespan_agnostic", "Makespan LP that treats every GPU type as the job's fastest.",
            "makespan in seconds under that assumption", gavel.min_makespan, {"agnostic": True},
-           solver="clarabel"),
+           solver="clarabel", evaluate=gavel.makespan_objective),
     Policy("finish_time_fairness", "Minimize the worst finish-time ratio rho (Themis), exact bisection.",
-           "max over jobs of rho (dimensionless)", gavel.finish_time_fairness),
+           "max over jobs of rho (dimensionless)", gavel.finish_time_fairness,
+           evaluate=gavel.finish_time_objective),
     Policy("finish_time_fairness_agnostic", "Finish-time fairness treating every GPU type as the fastest.",
            "max over jobs of rho under that assumption", gavel.finish_time_fairness,
-           {"agnostic": True}),
+           {"agnostic": True}, evaluate=gavel.finish_time_objective),
     Policy("max_total_throughput", "Maximize the sum of jobs' effective throughputs (Gavel).",
-           "total steps/s", gavel.max_total_throughput, solver="highs-ipm"),
+           "total steps/s", gavel.max_total_throughput, solver="highs-ipm",
+           evaluate=gavel.total_throughput_objective),
     Policy("min_cost", "Maximize throughput per dollar, meeting deadlines as SLOs where given.",
-           "sum of steps/s divided by $/GPU-hour", gavel.min_cost, solver="highs-ipm"),
+           "sum of steps/s divided by $/GPU-hour", gavel.min_cost, solver="highs-ipm",
+           evaluate=gavel.cost_objective),
     Policy("isolated", "Baseline: every job gets 1/M of each GPU type.", "none",
            _closed_form(baselines.isolated)),
     Policy("proportional", "Baseline: equal shares proportional to each type's GPU count.", "none",

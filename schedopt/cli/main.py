@@ -84,15 +84,34 @@ def main():
 @click.option("--max-rows", type=click.IntRange(min=0), default=40, show_default=True,
               help="Jobs shown in the table (the JSON output always has all).")
 @click.option("--verbose", "-v", is_flag=True, help="Show the solver's log.")
+@click.option("--pop", "partitions", type=click.IntRange(min=1), default=None, metavar="K",
+              help="POP: split the jobs into K parts, each with 1/K of every GPU type, solve "
+                   "them apart and join the allocations (throughput-matrix policies).")
+@click.option("--executor", type=click.Choice(["serial", "process", "ray"]), default="serial",
+              show_default=True, help="With --pop: how the parts run. process: a pool of worker "
+                                      "processes (~2 s to start); ray: pip install "
+                                      "'schedopt[ray]', RAY_ADDRESS joins a cluster.")
+@click.option("--partition", "partition_method", type=click.Choice(["stratified", "random"]),
+              default="stratified", show_default=True,
+              help="With --pop: deal jobs sorted by kind (stratified) or at random (POP's own).")
+@click.option("--seed", "partition_seed", type=int, default=0, show_default=True,
+              help="With --pop: seed of the partition.")
+@click.option("--gap", "exact_gap", is_flag=True,
+              help="With --pop: also solve the whole instance exactly and report POP's gap.")
 def solve(file, policy, solver, time_limit, threads, policy_options, as_json, output, export_mps,
-          max_rows, verbose):
+          max_rows, verbose, partitions, executor, partition_method, partition_seed, exact_gap):
     """Solve the instance FILE with a policy and print the allocation."""
     chosen, _ = resolve(policy)
     instance = load_instance(file)
     options = dict(parse_option(text) for text in policy_options)
+    if partitions is None and exact_gap:
+        fail("--gap compares POP with the exact solve: give --pop K too")
+    pop = {} if partitions is None else {
+        "partitions": partitions, "executor": executor, "partition_method": partition_method,
+        "partition_seed": partition_seed, "exact_gap": exact_gap}
     with recording() as programs:
         result = solve_instance(instance, policy, solver, time_limit=time_limit, threads=threads,
-                                verbose=verbose, **options)
+                                verbose=verbose, **pop, **options)
     if export_mps is not None:
         if not programs:
             fail(f"policy {chosen.name} solves no LP, so there is nothing to export")

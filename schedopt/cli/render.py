@@ -27,6 +27,14 @@ def summary(result: Result, objective_meaning: str) -> str:
     ]
     if result.details.get("termination"):
         lines.append(f"solver says {result.details['termination']}")
+    if "pop" in result.details:
+        pop = result.details["pop"]
+        line = (f"POP        {pop['k']} parts ({pop['method']}, {pop['executor']}): "
+                f"{pop['wall_seconds']:.3f} s wall, slowest part {pop['max_part_seconds']:.3f} s")
+        if "gap" in pop:
+            line += (f"; exact {number(pop['exact_objective'])} in {pop['exact_seconds']:.3f} s, "
+                     f"gap {100 * pop['gap']:.3f}%")
+        lines.append(line)
     if result.details.get("infeasible_slos"):
         lines.append(f"SLOs that cannot be met: {', '.join(result.details['infeasible_slos'])}")
     return "\n".join(lines)

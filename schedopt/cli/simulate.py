@@ -49,12 +49,18 @@ def _summary_rows(summary: dict) -> list[list[str]]:
               help="Write one row per job (arrival, completion, JCT in seconds, rho, ...) to CSV.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar over completed jobs (default: when stderr is a terminal).")
-def simulate_command(trace, policy, mode, round_seconds, seed, solver, as_json, jobs_csv, progress):
+@click.option("--pop", "partitions", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Re-solve with POP in K parts (jobs keep their part between re-solves).")
+@click.option("--executor", type=click.Choice(["serial", "process", "ray"]), default="serial",
+              show_default=True, help="With --pop: how the parts run.")
+def simulate_command(trace, policy, mode, round_seconds, seed, solver, as_json, jobs_csv, progress,
+                     partitions, executor):
     """Replay TRACE (an instance whose jobs have arrival times and total_steps) under a policy
     and report JCT, makespan, finish-time fairness, deadline misses, utilization and cost."""
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
-    config = make(round_seconds=round_seconds, seed=seed, solver=solver)
+    config = make(round_seconds=round_seconds, seed=seed, solver=solver, partitions=partitions,
+                  executor=executor)
     show_bar = sys.stderr.isatty() if progress is None else progress
     result = simulate(instance, policy, config, progress=show_bar)
     if jobs_csv is not None:

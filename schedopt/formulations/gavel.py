@@ -97,8 +97,16 @@ def max_min_fairness(problem: ThroughputProblem, solver: str = "highs",
     rows, lo, hi = scale_rows(rows, np.zeros(M), np.full(M, np.inf))
     lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf))
     result, X = solve_allocation_lp(problem, lp, solver, options)
-    objective = float(np.min(np.einsum("mj,mj->m", a, X))) if X is not None else None
+    objective = max_min_objective(problem, X, agnostic) if X is not None else None
     return _outcome(result, X, objective, result.bound, solver)
+
+
+def max_min_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False) -> float:
+    """min_m a[m] @ X[m], the max-min objective of any allocation X (dimensionless)."""
+    if problem.num_jobs == 0:
+        return 0.0
+    a = normalized_throughput(problem, agnostic) * problem.runnable
+    return float(np.min(np.einsum("mj,mj->m", a, X)))
 
 
 # ---------------------------------------------------------------- makespan
@@ -363,3 +371,29 @@ def _min_shortfall(problem, jobs, target, solver, options) -> np.ndarray | None:
                       aux_upper=target, maximize=False)
     result = solve_lp(lp, solver, options)
     return None if result.x is None else np.clip(result.x[M * J:], 0.0, target)
+
+
+# ---------------------------------------------------------------- objectives of any allocation
+
+def makespan_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False) -> float:
+    """`min_makespan`'s objective (seconds) of any allocation X."""
+    return makespan_of(_uniform_throughput(problem) if agnostic else problem, X)
+
+
+def finish_time_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False,
+                          **_) -> float:
+    """`finish_time_fairness`'s objective, max rho over jobs with work left, of any X."""
+    view = _uniform_throughput(problem) if agnostic else problem
+    active = view.remaining_steps > 0
+    return float(np.max(finish_time_ratios(view, X)[active])) if active.any() else 0.0
+
+
+def total_throughput_objective(problem: ThroughputProblem, X: np.ndarray) -> float:
+    """`max_total_throughput`'s objective (steps/s) of any X."""
+    return float(np.sum(problem.throughput * problem.runnable * X))
+
+
+def cost_objective(problem: ThroughputProblem, X: np.ndarray, **_) -> float:
+    """`min_cost`'s objective, sum of T[m,j] X[m,j] / cost_j ((steps/s) per $/h), of any X."""
+    return float(np.sum(problem.throughput * problem.runnable * X / problem.cost_per_hour))
+

@@ -24,6 +24,8 @@ class ThroughputProblem:
     remaining_steps: (M,) steps left (nan = unknown). time_since_arrival: (M,) seconds.
     isolated_time: (M,) seconds of isolated-share time already credited (finish-time fairness).
     time_to_deadline: (M,) seconds left until the deadline (nan = no deadline).
+    type_size: (J,) GPUs of each type in the whole cluster, for `runnable`, when `capacity` is
+    only a share of it (a POP part); None = capacity.
     """
 
     job_ids: tuple[str, ...]
@@ -37,6 +39,7 @@ class ThroughputProblem:
     time_since_arrival: np.ndarray
     isolated_time: np.ndarray
     time_to_deadline: np.ndarray
+    type_size: np.ndarray | None = None
 
     @property
     def num_jobs(self) -> int:
@@ -49,7 +52,8 @@ class ThroughputProblem:
     @property
     def runnable(self) -> np.ndarray:
         """(M, J) bool: job m can run on type j (nonzero throughput and enough GPUs of it)."""
-        return (self.throughput > 0) & (self.scale_factor[:, None] <= self.capacity[None, :])
+        size = self.capacity if self.type_size is None else self.type_size
+        return (self.throughput > 0) & (self.scale_factor[:, None] <= size[None, :])
 
     @property
     def equal_share_throughput(self) -> np.ndarray:

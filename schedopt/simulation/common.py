@@ -24,7 +24,8 @@ class SimulationConfig:
     jobs. use_unconsolidated: a job whose GPUs span nodes runs at its `unconsolidated`
     throughput where the instance gives one (Gavel ignores that table). seed: gavel mode's
     GPU-type shuffle for agnostic policies. solver / time_limit / policy_options: passed to
-    `schedopt.solve` at every re-solve."""
+    `schedopt.solve` at every re-solve. partitions / executor: solve with POP (`schedopt.pop`)
+    in that many parts, jobs kept in their part from one re-solve to the next (sticky)."""
 
     mode: str = "default"
     round_seconds: float = 360.0
@@ -35,6 +36,8 @@ class SimulationConfig:
     solver: str | None = None
     time_limit: float | None = None
     policy_options: dict = field(default_factory=dict)
+    partitions: int | None = None
+    executor: str = "serial"
 
     def __post_init__(self):
         if self.mode not in ("default", "gavel"):
@@ -113,14 +116,21 @@ class TraceArrays:
 
 def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,
                  steps: np.ndarray, isolated_time: np.ndarray, policy: str,
-                 config: SimulationConfig, solve_seconds: list[float]) -> np.ndarray:
+                 config: SimulationConfig, solve_seconds: list[float],
+                 pop_parts: dict[str, int]) -> np.ndarray:
     """The policy's allocation (len(active), J) for the active jobs at `now`; appends the wall
-    seconds it took to `solve_seconds`."""
+    seconds it took to `solve_seconds`. With POP, `pop_parts` ({job id: part}, kept by the
+    caller for the run) is read and updated so that jobs keep their parts."""
     from schedopt.api import solve
 
     clock = time.perf_counter()
+    pop = {} if config.partitions is None else {
+        "partitions": config.partitions, "executor": config.executor,
+        "partition_seed": config.seed, "previous_parts": pop_parts}
     result = solve(data.problem(active, capacity, now, steps, isolated_time), policy,
-                   config.solver, time_limit=config.time_limit, **config.policy_options)
+                   config.solver, time_limit=config.time_limit, **pop, **config.policy_options)
+    if "pop" in result.details:
+        pop_parts.update(result.details["pop"]["parts"])
     solve_seconds.append(time.perf_counter() - clock)
     if result.X is None:
         raise SchedoptError(f"policy {policy} found no allocation at t={now:.0f} s "

@@ -63,47 +63,50 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
                           f"it takes: {', '.join(chosen.option_names) or 'none'}")
     settings = SolveOptions(time_limit=time_limit, mip_gap=mip_gap, threads=threads,
                             verbose=verbose)
+    solver = solver or chosen.solver
+    options = {**options, **policy_options}
+    pop_options = {}
     if partitions is not None and chosen.reads_instance:
-        raise PolicyError(f"POP (partitions) works with throughput-matrix policies; "
-                          f"{chosen.name} is not one")
+        if not chosen.partitions_itself:
+            raise PolicyError(f"POP (partitions) works with throughput-matrix policies and "
+                              f"allox; {chosen.name} is neither")
+        if executor != "serial":
+            raise PolicyError(f"{chosen.name}'s POP parts run serially (executor 'serial')")
+        pop_options = {"partitions": partitions, "partition_seed": partition_seed}
     if chosen.reads_instance:  # e.g. allox: needs CPU machines and cpu_time, not just arrays
         if isinstance(instance, ThroughputProblem):
             raise PolicyError(f"policy {chosen.name} needs an instance (a file or an Instance: "
                               f"CPU machines, cpu_time), not a ThroughputProblem")
         instance = as_instance(instance)
-        outcome = chosen.run(instance, solver or chosen.solver, settings,
-                             **{**options, **policy_options})
         problem = ThroughputProblem.from_instance(instance)
-    elif partitions is not None:
-        problem = as_problem(instance)
-        outcome = _pop(chosen, problem, partitions, solver or chosen.solver, settings,
-                       {**options, **policy_options}, executor, partition_seed, partition_method,
-                       previous_parts, exact_gap)
+        outcome = chosen.run(instance, solver, settings, **options, **pop_options)
+        data = instance
     else:
-        problem = as_problem(instance)
-        outcome = chosen.run(problem, solver or chosen.solver, settings,
-                             **{**options, **policy_options})
+        problem = data = as_problem(instance)
+        if partitions is None:
+            outcome = chosen.run(problem, solver, settings, **options)
+        else:
+            from schedopt.pop import solve_pop
+
+            outcome = solve_pop(problem, chosen.name, partitions, solver, settings, options,
+                                executor=executor, seed=partition_seed, method=partition_method,
+                                previous=previous_parts, evaluate=chosen.evaluate)
+    if partitions is not None and exact_gap and outcome.objective is not None:
+        _add_exact_gap(outcome, lambda: chosen.run(data, solver, settings, **options))
     return Result(policy=chosen.name, status=outcome.status, objective=outcome.objective,
                   bound=outcome.bound, solver=outcome.solver, solve_seconds=outcome.solve_seconds,
                   job_ids=problem.job_ids, gpu_types=problem.gpu_types, X=outcome.allocation,
                   throughput=problem.throughput, details=outcome.details)
 
 
-def _pop(policy, problem, k, solver, settings, options, executor, seed, method, previous,
-         exact_gap):
-    """POP's outcome, with the exact solve's objective, bound and gap when `exact_gap`."""
-    from schedopt.pop import solve_pop
-
-    outcome = solve_pop(problem, policy.name, k, solver, settings, options, executor=executor,
-                        seed=seed, method=method, previous=previous, evaluate=policy.evaluate)
-    if exact_gap and outcome.objective is not None:
-        start = time.perf_counter()
-        exact = policy.run(problem, solver, settings, **options)
-        report = outcome.details["pop"]
-        report["exact_seconds"] = time.perf_counter() - start
-        report["exact_objective"] = exact.objective
-        if exact.objective is not None:
-            report["gap"] = abs(outcome.objective - exact.objective) / max(abs(exact.objective), 1e-12)
-        outcome.bound = exact.bound
-    return outcome
-
+def _add_exact_gap(outcome, run_exact) -> None:
+    """Solve exactly too: exact_objective, exact_seconds and gap in details["pop"]; the exact
+    solve's bound becomes the outcome's."""
+    start = time.perf_counter()
+    exact = run_exact()
+    report = outcome.details["pop"]
+    report["exact_seconds"] = time.perf_counter() - start
+    report["exact_objective"] = exact.objective
+    if exact.objective is not None:
+        report["gap"] = abs(outcome.objective - exact.objective) / max(abs(exact.objective), 1e-12)
+    outcome.bound = exact.bound

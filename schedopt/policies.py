@@ -16,6 +16,9 @@ from schedopt.formulations.blocks import Outcome
 from schedopt.formulations.inputs import ThroughputProblem
 
 
+_POP_PARAMETERS = ("partitions", "partition_seed")  # set through solve(partitions=...)
+
+
 @dataclass(frozen=True)
 class Policy:
     """A named policy. `objective` says what Result.objective means (with units); `run` takes
@@ -36,7 +39,13 @@ class Policy:
     @property
     def option_names(self) -> tuple[str, ...]:
         params = inspect.signature(self.run).parameters
-        return tuple(p for p in params if p not in ("problem", "instance", "solver", "options"))
+        return tuple(p for p in params if p not in ("problem", "instance", "solver", "options")
+                     and p not in _POP_PARAMETERS)
+
+    @property
+    def partitions_itself(self) -> bool:
+        """An instance-reading policy that runs POP on its own (`partitions` parameter)."""
+        return "partitions" in inspect.signature(self.run).parameters
 
 
 def _fifo(problem: ThroughputProblem, solver: str, options: SolveOptions, agnostic: bool = False,

@@ -143,8 +143,35 @@ def test_bad_pop_arguments_are_reported():
         solve(p, "max_min_fairness", partitions=2, executor="threads")
     with pytest.raises(PolicyError, match="unknown partition method"):
         solve(p, "max_min_fairness", partitions=2, partition_method="greedy")
-    with pytest.raises(PolicyError, match="POP .* allox is not one"):
-        solve(ROOT / "instances" / "allox-40.json", "allox", partitions=2)
+    with pytest.raises(PolicyError, match="POP .* chronus is neither"):
+        solve(ROOT / "instances" / "chronus-leases.json", "chronus", partitions=2)
+    with pytest.raises(PolicyError, match="allox's POP parts run serially"):
+        solve(ROOT / "instances" / "allox-40.json", "allox", partitions=2, executor="process")
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_allox_by_machines_gives_a_schedule_of_the_whole_cluster(k):
+    from schedopt.formulations.allox import (
+        allox_processing_times, pop_assignment, schedule_from_assignment,
+    )
+    from schedopt.instance import load_instance
+
+    instance = load_instance(ROOT / "instances" / "allox-40.json")
+    result = solve(instance, "allox", partitions=k, exact_gap=True)
+    exact = solve(instance, "allox").objective
+    schedule = result.details["schedule"]
+    assert len(schedule) == len(instance.jobs)
+    # Recompute the total completion time from the machines POP chose, on the whole cluster.
+    P, machines = allox_processing_times(instance)
+    machine = pop_assignment(P, np.full(len(machines), instance.now), k)
+    arrival = np.array([j.arrival_time for j in instance.jobs])
+    total = schedule_from_assignment(P, np.full(len(machines), instance.now), arrival, machine)
+    assert result.objective == pytest.approx(total.total_completion, rel=1e-12)
+    assert [schedule[j]["machine"] for j in instance.job_ids] == [machines[m] for m in machine]
+    assert result.objective >= exact * (1 - 1e-12)
+    assert result.details["pop"]["gap"] == pytest.approx(result.objective / exact - 1, abs=1e-12)
+    if k == 1:
+        assert result.objective == pytest.approx(exact, rel=1e-12)
 
 
 def test_cli_pop_with_gap_as_table_and_json():

@@ -388,7 +388,38 @@ def fairness_filter(users: np.ndarray, share: np.ndarray, alpha: float) -> np.nd
     return np.isin(which, chosen)
 
 
-def allox_policy(instance: Instance, solver: str, options, alpha: float = 1.0) -> Outcome:
+def pop_assignment(processing: np.ndarray, free_at: np.ndarray, k: int, seed: int = 0,
+                   method: str = "auto") -> np.ndarray:
+    """POP for AlloX, by machines: (n,) machine of each job after splitting jobs and machines
+    into k parts and matching each part alone (their machines are disjoint, so the union is a
+    schedule of the whole cluster). Machines with identical processing columns (a GPU type, the
+    CPU machines) are dealt round-robin, so every part gets its share of each kind; jobs are
+    sorted by their fastest time (ties at random, seeded) and dealt round-robin."""
+    P, A, _ = _validated(processing, free_at, np.zeros(processing.shape[0]))
+    n, K = P.shape
+    if isinstance(k, bool) or int(k) != k or not 1 <= k <= K:
+        raise PolicyError(f"partitions must be an integer in 1..{K} (the machines), got {k!r}")
+    _, kind = np.unique(np.where(np.isfinite(P), P, -1.0), axis=1, return_inverse=True)
+    machine_part = np.empty(K, dtype=np.int64)
+    machine_part[np.lexsort((np.arange(K), kind.ravel()))] = np.arange(K) % k
+    rng = np.random.default_rng(seed)
+    job_part = np.empty(n, dtype=np.int64)
+    job_part[np.lexsort((rng.random(n), P.min(axis=1)))] = np.arange(n) % k
+    machine = np.empty(n, dtype=np.int64)
+    for q in range(k):
+        rows, cols = np.flatnonzero(job_part == q), np.flatnonzero(machine_part == q)
+        sub = P[np.ix_(rows, cols)]
+        stuck = rows[~np.isfinite(sub).any(axis=1)]
+        if stuck.size:
+            raise PolicyError(f"with {k} parts, job(s) {', '.join(map(str, stuck[:5]))} have no "
+                              f"machine they can run on in their part; use fewer parts")
+        if rows.size:
+            machine[rows] = cols[allox_assignment(sub, A[cols], method)[0]]
+    return machine
+
+
+def allox_policy(instance: Instance, solver: str, options, alpha: float = 1.0,
+                 partitions: int | None = None, partition_seed: int = 0) -> Outcome:
     """The `allox` policy on an instance: every machine free at `instance.now`, jobs from their
     arrival. With alpha < 1 only jobs of the ceil(alpha * users) users with the lowest current
     share enter; offline nothing runs yet, so every share is 0 and ties go by user name (a job
@@ -398,6 +429,8 @@ def allox_policy(instance: Instance, solver: str, options, alpha: float = 1.0) -
     bound = total completion time (seconds; exact optimum), details: total_completion_time,
     average_jct (seconds, over the matched jobs), queues {machine: [job ids in run order]},
     schedule {job: {machine, position, start, completion}}, waiting [job ids], alpha.
+    partitions = k: POP by machines (`pop_assignment`), details["pop"] added; for k > 1 the
+    schedule is feasible, not proven optimal (status feasible, no bound).
     """
     _solver(solver)  # an unknown method fails before any work; imports stay out of the timing
     clock = time.perf_counter()
@@ -408,7 +441,10 @@ def allox_policy(instance: Instance, solver: str, options, alpha: float = 1.0) -
     enter = fairness_filter(users, np.zeros(len(ids)), alpha)
     arrival = np.array([job.arrival_time for job in instance.jobs], dtype=float)
     P, A, a = _validated(processing[enter], np.full(len(machines), instance.now), arrival[enter])
-    machine, stats = allox_assignment(P, A, method=solver)
+    if partitions is None:
+        machine, stats = allox_assignment(P, A, method=solver)
+    else:
+        machine = pop_assignment(P, A, partitions, partition_seed, solver)
     schedule = schedule_from_assignment(P, A, a, machine)
     matched = ids[enter]
     total = schedule.total_completion
@@ -424,7 +460,15 @@ def allox_policy(instance: Instance, solver: str, options, alpha: float = 1.0) -
                                                 schedule.completion)},
         "waiting": list(ids[~enter]),
         "alpha": alpha,
-        "matchings": stats.matchings,
     }
     method = DEFAULT_METHOD if solver == "auto" else solver
-    return Outcome(None, Status.OPTIMAL, total, total, time.perf_counter() - clock, method, details)
+    seconds = time.perf_counter() - clock
+    if partitions is not None:
+        details["pop"] = {"k": int(partitions), "method": "by machines", "executor": "serial",
+                          "seed": partition_seed, "max_part_seconds": seconds,
+                          "wall_seconds": seconds}
+        if partitions > 1:
+            return Outcome(None, Status.FEASIBLE, total, None, seconds, method, details)
+        return Outcome(None, Status.OPTIMAL, total, total, seconds, method, details)
+    details["matchings"] = stats.matchings
+    return Outcome(None, Status.OPTIMAL, total, total, seconds, method, details)

@@ -3,6 +3,8 @@
     fig = jct_cdf(comparison.jobs)          # CDF of job completion times, one line per policy
     fig = jct_vs_load(sweep)                # average JCT (h) vs input job rate (jobs/h)
     fig = slo_miss_vs_deadline(sweep)       # SLO miss ratio vs deadline factor, per scheduler
+    fig = ps_completion_time(spec)          # one parameter-server job: T vs workers, per PS count
+    fig = completion_totals(totals)         # sum of completion times per policy (bars)
     fig.savefig("jct.png")
 
 matplotlib is imported only when a figure is drawn. Figures are made on the Agg canvas without
@@ -17,8 +19,8 @@ import pandas as pd
 
 from schedopt.errors import SchedoptError
 
-__all__ = ["allox_alpha_tradeoff", "jct_cdf", "jct_vs_load", "require_matplotlib",
-           "slo_miss_vs_deadline"]
+__all__ = ["allox_alpha_tradeoff", "completion_totals", "jct_cdf", "jct_vs_load",
+           "ps_completion_time", "require_matplotlib", "slo_miss_vs_deadline"]
 
 
 def jct_cdf(frames: dict[str, pd.DataFrame], ax=None):
@@ -118,4 +120,41 @@ def allox_alpha_tradeoff(sweep: pd.DataFrame, fairness: str = "jain_share", ax=N
     lowest = float(np.nanmin(rows[fairness].to_numpy(dtype=float))) if len(rows) else 0.0
     right.set_ylim(min(np.floor(lowest * 10.0) / 10.0, 0.9), 1.0)  # tenths up to 1 (= equal)
     ax.legend(handles=[jct_line, fair_line], loc="lower left")
+    return fig
+
+
+def ps_completion_time(spec, workers=range(1, 17), ps=(1, 2, 4, 8), ax=None):
+    """One parameter-server job (`ParameterServerSpec`): its completion time T(w, p) in hours
+    against the number of workers w, one line per PS count p, and (dotted) the compute-only
+    time, with no communication at all (schedopt.formulations.smd_model). Returns the figure."""
+    from schedopt.formulations.smd_model import completion_time_parts
+
+    fig, ax = _axes(ax)
+    w = np.asarray(list(workers), dtype=float)
+    markers = "osD^v<>ph*"
+    for k, p in enumerate(ps):
+        parts = completion_time_parts(spec, w, p)
+        ax.plot(w, parts.completion_s / 3600.0, marker=markers[k % len(markers)], label=f"{p} PS")
+    compute = completion_time_parts(spec, w, 1)
+    ax.plot(w, compute.iterations * compute.compute_s / 3600.0, linestyle=":", color="0.4",
+            label="compute only")
+    ax.set_xlabel("Workers w")
+    ax.set_ylabel("Completion time T(w, p) (hours)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def completion_totals(totals: dict[str, float], ax=None):
+    """Sum of completion times (hours) per policy as labelled bars, from {policy: seconds}
+    (e.g. each parameter-server policy's Result.objective). Returns the figure."""
+    fig, ax = _axes(ax)
+    names = list(totals)
+    hours = np.array([totals[n] for n in names], dtype=float) / 3600.0
+    bars = ax.bar(names, hours, color=[f"C{i}" for i in range(len(names))])
+    ax.bar_label(bars, labels=[f"{h:,.0f}" for h in hours], padding=2)
+    ax.set_ylabel("Sum of completion times (hours)")
+    ax.set_ylim(0, hours.max() * 1.12 if hours.size else 1)
+    ax.grid(True, axis="y", alpha=0.3)
     return fig

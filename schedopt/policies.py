@@ -12,6 +12,7 @@ from schedopt.backends import SolveOptions
 from schedopt.errors import PolicyError
 from schedopt.formulations import allox, baselines, chronus, gavel
 from schedopt.formulations.chronus_policy import chronus_policy
+from schedopt.formulations import smd_exact, smd_policy
 from schedopt.formulations.blocks import Outcome
 from schedopt.formulations.inputs import ThroughputProblem
 
@@ -109,6 +110,19 @@ SCHEDULE_POLICIES: dict[str, Policy] = {p.name: p for p in [
            "shortest remaining service for the rest, on one GPU type.",
            "sum of chosen deadline-option values + sigma x (GPUs of SLO jobs in the next lease) / "
            "pool size", chronus_policy, solver=chronus.DEFAULT_SOLVER, reads_instance=True),
+    Policy("smd", "Parameter-server jobs: workers and PSs per job and their placement, min total "
+           "completion time (SMD: sum-of-ratios + knapsack decomposition; option epsilon).",
+           "sum of completion times, seconds", smd_policy.smd_policy,
+           solver=smd_policy.HEURISTIC, reads_instance=True),
+    Policy("smd_exact", "Parameter-server jobs, exact: MILP over (w, p) configuration binaries "
+           "with placement.", "sum of completion times, seconds", smd_policy.smd_exact_policy,
+           solver=smd_exact.DEFAULT_SOLVER, reads_instance=True),
+    Policy("smd_equal_split", "Parameter-server baseline: every job its fastest (w, p) within "
+           "1/n of every resource.", "sum of completion times, seconds",
+           smd_policy.equal_split_policy, solver=smd_policy.HEURISTIC, reads_instance=True),
+    Policy("smd_greedy", "Parameter-server baseline (Optimus-style): add the worker or PS with "
+           "the largest marginal gain per dominant share.", "sum of completion times, seconds",
+           smd_policy.greedy_policy, solver=smd_policy.HEURISTIC, reads_instance=True),
 ]}
 
 REGISTRY: dict[str, Policy] = {**POLICIES, **SCHEDULE_POLICIES}

@@ -161,7 +161,8 @@ def _run_parts(executor: str, policy_name: str, parts: list[ThroughputProblem], 
     if executor == "serial":
         return [_solve_part(*a) for a in args]
     if executor == "process":
-        return list(_pool(workers).map(_solve_part, *zip(*args)))
+        chunk = -(-len(args) // workers)  # one round trip per worker
+        return list(_pool(workers).map(_solve_part, *zip(*args), chunksize=chunk))
     try:
         import ray
     except ImportError:

@@ -17,13 +17,18 @@ VALID = {
     "now": 3,
     "cluster": {
         "gpu_types": {"v100": {"count": 4, "gpus_per_node": 2, "cost_per_hour": 2.5}, "k80": {"count": 2}},
-        "nodes": [{"id": "n0", "gpu_type": "v100", "gpus": 4}, {"id": "n1", "gpu_type": "k80", "gpus": 2, "rack": "r1"}],
+        "nodes": [{"id": "n0", "gpu_type": "v100", "gpus": 4, "cpus": 32, "memory_gb": 256, "bandwidth_gbps": 50},
+                  {"id": "n1", "gpu_type": "k80", "gpus": 2, "rack": "r1"}],
         "cpu_machines": [{"id": "c0", "cores": 8}],
     },
     "jobs": [
         {"id": "j0", "type": "resnet", "scale_factor": 2, "total_steps": 10, "steps_done": 1, "deadline": 5,
          "deadline_options": [{"after_s": 5, "value": 2}, {"after_s": 9, "value": 1}]},
-        {"id": "j1", "type": "lm", "throughput": {"v100": 2.0, "k80": 0.5}, "user": "bob", "isolated_time": 1},
+        {"id": "j1", "type": "lm", "throughput": {"v100": 2.0, "k80": 0.5}, "user": "bob", "isolated_time": 1,
+         "parameter_server": {"epochs": 2, "samples_per_epoch": 1000, "batch_per_worker": 32,
+                              "compute_s_per_sample": [0.001, 0.002], "model_size_gb": 0.1,
+                              "worker": {"bandwidth_gbps": 10, "cpus": 4}, "ps": {"bandwidth_gbps": 5},
+                              "max_workers": 4, "max_ps": 2}},
     ],
     "performance": {
         "throughput": {"resnet": {"v100": 3.0, "k80": 1.0}, "lm": {"v100": 1.0, "k80": 0.0}},

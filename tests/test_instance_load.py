@@ -14,7 +14,8 @@ from jsonschema import Draft202012Validator
 from schedopt.errors import InstanceError
 from schedopt.instance import instance_to_dict, load_instance, parse_instance, save_instance, validate_file
 from schedopt.instance.model import (
-    Cluster, CpuMachine, DeadlineOption, GpuType, Instance, Job, Node, Performance,
+    Cluster, CpuMachine, DeadlineOption, GpuType, Instance, Job, Node, ParameterServerSpec,
+    Performance, TaskDemand,
 )
 from schedopt.instance.validate import schema
 
@@ -241,6 +242,30 @@ def test_deadline_options_give_the_deadline_and_round_trip(tmp_path):
     assert parse_instance(copy.deepcopy(TINY)).jobs[0].slo_options == ()  # best effort
     save_instance(inst, tmp_path / "d.yaml")
     assert load_instance(tmp_path / "d.yaml") == inst
+
+
+def test_parameter_server_extension_reads_defaults_and_round_trips(tmp_path):
+    doc = copy.deepcopy(TINY)
+    doc["cluster"]["nodes"] = [{"id": "m0", "gpu_type": "v100", "gpus": 2, "cpus": 32,
+                                "memory_gb": 256, "bandwidth_gbps": 50}]
+    doc["jobs"][0]["parameter_server"] = {
+        "epochs": 3, "samples_per_epoch": 5000, "batch_per_worker": 16,
+        "compute_s_per_sample": [0.001, 0.003], "model_size_gb": 0.25,
+        "worker": {"bandwidth_gbps": 10, "cpus": 4}, "ps": {"bandwidth_gbps": 20, "memory_gb": 8}}
+    inst = parse_instance(doc)
+    node = inst.cluster.nodes[0]
+    assert (node.cpus, node.memory_gb, node.bandwidth_gbps) == (32.0, 256.0, 50.0)
+    assert inst.cluster.nodes[1].bandwidth_gbps is None  # derived nodes state no resources
+    spec = inst.jobs[0].parameter_server
+    assert spec == ParameterServerSpec(3, 5000.0, 16, (0.001, 0.003), (0.25,),
+                                       TaskDemand(10.0, gpus=1, cpus=4.0), TaskDemand(20.0, memory_gb=8.0),
+                                       max_workers=8, max_ps=8)
+    assert spec.compute_s == pytest.approx(0.004) and spec.size_gb == 0.25
+    assert inst.jobs[1].parameter_server is None
+    for suffix in (".json", ".yaml"):
+        save_instance(inst, tmp_path / f"p{suffix}")
+        assert load_instance(tmp_path / f"p{suffix}") == inst
+    assert instance_to_dict(inst)["jobs"][0]["parameter_server"]["model_size_gb"] == 0.25
 
 
 def test_instance_to_dict_writes_resolved_rows_labels_and_explicit_nodes():

@@ -84,6 +84,15 @@ EXPECTED = {
     "deadline_options_missing_value.json": "jobs[0].deadline_options[0].value: required key is missing (expected a finite number >= 0)",
     "deadline_options_empty.json": "jobs[0].deadline_options: expected a list of at least 1 item(s), got an empty list",
     "deadline_disagrees_with_options.json": "jobs[0].deadline: expected the first deadline option's after_s (60)",
+    "ps_worker_missing_bandwidth.json": "jobs[0].parameter_server.worker.bandwidth_gbps: required key is missing (expected a finite number > 0)",
+    "ps_bandwidth_zero.json": "jobs[0].parameter_server.ps.bandwidth_gbps: expected a finite number > 0, got 0",
+    "ps_zero_epochs.json": "jobs[0].parameter_server.epochs: expected an integer >= 1, got 0",
+    "ps_layers_all_zero.json": "jobs[0].parameter_server.compute_s_per_sample: expected a positive total (some layer > 0), got 2 layer(s) of 0",
+    "ps_model_size_empty_list.json": "jobs[0].parameter_server.model_size_gb: expected a finite number > 0 or a list of at least 1 item(s), got an empty list",
+    "ps_worker_larger_than_any_node.json": "jobs[0].parameter_server.worker.gpus: a worker needs 16 gpus but no node has more than 8; expected at most 8",
+    "ps_unknown_key.json": "jobs[0].parameter_server.learning_rate: unknown key 'learning_rate'; expected one of: epochs, samples_per_epoch",
+    "ps_max_ps_too_large.json": "jobs[0].parameter_server.max_ps: expected at most 1024, got 5000",
+    "node_negative_bandwidth.json": "cluster.nodes[0].bandwidth_gbps: expected a finite number >= 0, got -10",
     "several_problems.json": "jobs[0].weight: expected a finite number > 0, got -1",
 }
 SEVERAL = {"null_everywhere.json": 4, "several_problems.json": 3, "yaml_integer_gpu_key.yaml": 3}

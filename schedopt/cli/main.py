@@ -129,6 +129,8 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
             click.echo(render.queue_table(result, max_rows))
         elif "leases" in result.details:
             click.echo(render.lease_table(result, max_rows))
+        elif result.X is None and "machines" in result.details:
+            click.echo(render.parameter_server_table(result, max_rows))
         else:
             click.echo(render.allocation_table(result, max_rows))
     if not result.status.has_solution:

@@ -89,3 +89,25 @@ def lease_table(result: Result, max_rows: int) -> str:
     if len(result.job_ids) > max_rows:
         lines.append(f"... {len(result.job_ids) - max_rows} more jobs (use --max-rows, --json or --output)")
     return "\n".join(lines)
+
+
+def parameter_server_table(result: Result, max_rows: int) -> str:
+    """Parameter-server policies (smd, smd_exact, baselines): per job, its workers, PSs,
+    completion time and where its tasks run (machine: workers w + PSs p)."""
+    d = result.details
+    if "placement" not in d:
+        return "(no placement: " + str(d.get("reason") or d.get("termination") or result.status.value) + ")"
+    ids = list(d["workers"])
+    lines = [f"{sum(d['workers'].values())} workers and {sum(d['ps'].values())} PSs for {len(ids)} "
+             f"jobs on {len(d['machines'])} machines; sum of completion times "
+             f"{number(result.objective)} s"]
+
+    def where(job):
+        return ", ".join(f"{m} {c['workers']}w+{c['ps']}p" for m, c in d["placement"][job].items())
+
+    rows = [[job, str(d["workers"][job]), str(d["ps"][job]), f"{d['completion_time_s'][job]:.6g}",
+             where(job)] for job in ids[:max_rows]]
+    lines += ["", table(["job", "workers", "PSs", "completion (s)", "machines"], rows)]
+    if len(ids) > max_rows:
+        lines.append(f"... {len(ids) - max_rows} more jobs (use --max-rows, --json or --output)")
+    return "\n".join(lines)

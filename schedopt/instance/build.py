@@ -8,8 +8,8 @@ Python floats (steps/s, seconds, $/GPU-hour) and counts ints.
 from __future__ import annotations
 
 from schedopt.instance.model import (
-    Cluster, Colocation, CpuMachine, DeadlineOption, GpuType, Instance, Job, Node, Performance,
-    frozen_map,
+    Cluster, Colocation, CpuMachine, DeadlineOption, GpuType, Instance, Job, Node,
+    ParameterServerSpec, Performance, TaskDemand, frozen_map,
 )
 
 
@@ -36,6 +36,31 @@ def _derived_nodes(gpu_types: dict[str, GpuType], listed: tuple[Node, ...]) -> t
     return tuple(nodes)
 
 
+def _per_layer(x: object) -> tuple[float, ...]:
+    """A total (one number) or one number per layer, as a tuple of floats."""
+    return tuple(float(v) for v in x) if isinstance(x, list) else (float(x),)
+
+
+def _task(t: dict, gpus: int) -> TaskDemand:
+    return TaskDemand(float(t["bandwidth_gbps"]), int(t.get("gpus", gpus)), float(t.get("cpus", 0.0)),
+                      float(t.get("memory_gb", 0.0)))
+
+
+def _parameter_server(ps: dict | None) -> ParameterServerSpec | None:
+    """Defaults: a worker holds 1 GPU, a parameter server none; cpus and memory 0; at most 8
+    workers and 8 parameter servers."""
+    if ps is None:
+        return None
+    return ParameterServerSpec(
+        epochs=int(ps["epochs"]), samples_per_epoch=float(ps["samples_per_epoch"]),
+        batch_per_worker=int(ps["batch_per_worker"]),
+        compute_s_per_sample=_per_layer(ps["compute_s_per_sample"]),
+        model_size_gb=_per_layer(ps["model_size_gb"]),
+        worker=_task(ps["worker"], 1), ps=_task(ps["ps"], 0),
+        max_workers=int(ps.get("max_workers", 8)), max_ps=int(ps.get("max_ps", 8)),
+    )
+
+
 def _job(j: dict, table: dict, types: list[str]) -> Job:
     row = j["throughput"] if "throughput" in j else table[j["type"]]
     options = tuple(DeadlineOption(float(o["after_s"]), float(o["value"]))
@@ -49,7 +74,7 @@ def _job(j: dict, table: dict, types: list[str]) -> Job:
         arrival_time=float(j.get("arrival_time", 0.0)), total_steps=_float(j.get("total_steps")),
         steps_done=float(j.get("steps_done", 0.0)), deadline=deadline,
         user=j.get("user"), isolated_time=float(j.get("isolated_time", 0.0)),
-        deadline_options=options,
+        deadline_options=options, parameter_server=_parameter_server(j.get("parameter_server")),
     )
 
 
@@ -61,7 +86,9 @@ def build_instance(doc: dict, source: str) -> Instance:
                       _float(e.get("cost_per_hour")))
         for name, e in c["gpu_types"].items()
     }
-    listed = tuple(Node(n["id"], n["gpu_type"], int(n["gpus"]), n.get("rack", "r0"))
+    listed = tuple(Node(n["id"], n["gpu_type"], int(n["gpus"]), n.get("rack", "r0"),
+                        _float(n.get("cpus")), _float(n.get("memory_gb")),
+                        _float(n.get("bandwidth_gbps")))
                    for n in c.get("nodes", []))
     nodes = listed + _derived_nodes(gpu_types, listed)
     cpus = tuple(CpuMachine(m["id"], int(m["cores"])) for m in c.get("cpu_machines", []))

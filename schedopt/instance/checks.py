@@ -151,6 +151,51 @@ def _deadline_problems(jobs: list) -> list[tuple[Path, str]]:
     return found
 
 
+MAX_TASKS = 1024  # max_workers / max_ps: a sanity bound on the (w, p) configurations
+_TASK_NAMES = {"worker": "a worker", "ps": "a parameter server"}
+
+
+def _largest_node(cluster: dict) -> dict[str, float]:
+    """Per resource (gpus, cpus, memory_gb, bandwidth_gbps), the most any node has; a resource
+    no node states is left out (GPUs count derived nodes too: gpus_per_node, default count)."""
+    nodes = [_dict(n) for n in _list(cluster.get("nodes"))]
+    derived = [_dict(t).get("gpus_per_node", _dict(t).get("count"))
+               for t in _dict(cluster.get("gpu_types")).values()]
+    largest = {}
+    for key in ("gpus", "cpus", "memory_gb", "bandwidth_gbps"):
+        values = [n[key] for n in nodes if key in n] + (derived if key == "gpus" else [])
+        if values and all(is_number(v) and v >= 0 for v in values):  # else the schema reports
+            largest[key] = max(values)
+    return largest
+
+
+def _parameter_server_problems(doc: dict) -> list[tuple[Path, str]]:
+    """parameter_server: per-layer lists with a positive total, max_workers / max_ps at most
+    MAX_TASKS, and one worker and one parameter server each fit the largest node's resources."""
+    found, largest = [], _largest_node(_dict(doc.get("cluster")))
+    for i, job in enumerate(_list(doc.get("jobs"))):
+        ps = _dict(_dict(job).get("parameter_server"))
+        base = ("jobs", i, "parameter_server")
+        for key in ("compute_s_per_sample", "model_size_gb"):
+            layers = ps.get(key)
+            if isinstance(layers, list) and layers and all(is_number(v) for v in layers) \
+                    and not any(v > 0 for v in layers):
+                msg = f"expected a positive total (some layer > 0), got {len(layers)} layer(s) of 0"
+                found.append((base + (key,), msg))
+        for key in ("max_workers", "max_ps"):
+            if is_integer(ps.get(key)) and ps[key] > MAX_TASKS:
+                found.append((base + (key,), f"expected at most {MAX_TASKS}, got {show(ps[key])}"))
+        for task, name in _TASK_NAMES.items():
+            demand = _dict(ps.get(task))
+            for key, most in largest.items():
+                need = demand.get(key, 1 if key == "gpus" and task == "worker" else 0)
+                if is_number(need) and need > most:
+                    msg = (f"{name} needs {show(need)} {key} but no node has more than "
+                           f"{show(most)}; expected at most {show(most)}")
+                    found.append((base + (task, key), msg))
+    return found
+
+
 def _reference_problems(doc: dict) -> list[tuple[Path, str]]:
     """Job ids in `cpu_time` must exist. (Job types in `colocated`/`unconsolidated` need not:
     a performance model may describe job types that no queued job has.)"""
@@ -164,7 +209,7 @@ def cross_field_problems(doc: dict) -> list[tuple[Path, str]]:
     """Every cross-field problem of `doc` (ids, GPU types, row resolution, node sums, progress)."""
     cluster, jobs = _dict(doc.get("cluster")), _list(doc.get("jobs"))
     found = _unique_ids(("jobs",), jobs, "job") + _progress_problems(jobs) + _reference_problems(doc)
-    found += _deadline_problems(jobs)
+    found += _deadline_problems(jobs) + _parameter_server_problems(doc)
     found += _unique_ids(("cluster", "nodes"), _list(cluster.get("nodes")), "node")
     found += _unique_ids(("cluster", "cpu_machines"), _list(cluster.get("cpu_machines")), "CPU machine")
     gpu_types = cluster.get("gpu_types")

@@ -30,12 +30,20 @@ class GpuType:
 
 @dataclass(frozen=True)
 class Node:
-    """One server holding `gpus` GPUs of `gpu_type`, in `rack`."""
+    """One server holding `gpus` GPUs of `gpu_type`, in `rack`.
+
+    cpus, memory_gb, bandwidth_gbps: its other resources (cores, GB of memory, Gbit/s of NIC
+    bandwidth), None when the file does not say (parameter-server policies such as `smd` need
+    them where a job asks for that resource).
+    """
 
     id: str
     gpu_type: str
     gpus: int
     rack: str = "r0"
+    cpus: float | None = None
+    memory_gb: float | None = None
+    bandwidth_gbps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,51 @@ class DeadlineOption:
 
 
 @dataclass(frozen=True)
+class TaskDemand:
+    """What one worker or one parameter server of a job holds on its machine while it runs:
+    `gpus`, `cpus` (cores), `memory_gb` and `bandwidth_gbps` (Gbit/s of the machine's NIC,
+    reserved for the task; its transfers run at this rate)."""
+
+    bandwidth_gbps: float
+    gpus: int = 0
+    cpus: float = 0.0
+    memory_gb: float = 0.0
+
+
+@dataclass(frozen=True)
+class ParameterServerSpec:
+    """A data-parallel job trained with parameter servers (the `smd` family of policies).
+
+    epochs: passes over the data; samples_per_epoch: training samples per pass;
+    batch_per_worker: samples per worker per iteration; compute_s_per_sample: seconds of
+    forward + backward computation per sample on one worker, per layer (one entry = the total);
+    model_size_gb: gradient (= parameter) size in GB, per layer (one entry = the total);
+    worker / ps: the resources of one worker / one parameter server; max_workers / max_ps: the
+    largest counts a policy may give the job. The completion-time model is in docs/smd.md.
+    """
+
+    epochs: int
+    samples_per_epoch: float
+    batch_per_worker: int
+    compute_s_per_sample: tuple[float, ...]
+    model_size_gb: tuple[float, ...]
+    worker: TaskDemand
+    ps: TaskDemand
+    max_workers: int = 8
+    max_ps: int = 8
+
+    @property
+    def compute_s(self) -> float:
+        """Seconds of computation per sample, all layers."""
+        return float(sum(self.compute_s_per_sample))
+
+    @property
+    def size_gb(self) -> float:
+        """Gradient size in GB, all layers."""
+        return float(sum(self.model_size_gb))
+
+
+@dataclass(frozen=True)
 class Job:
     """A queued job. `throughput` is its resolved row (steps/s per GPU type), always complete.
 
@@ -71,6 +124,7 @@ class Job:
     isolated_time: seconds of isolated-share time already credited (finish-time fairness).
     deadline_options: soft deadlines by increasing after_s (the first is `deadline`); empty when
     the file gives none.
+    parameter_server: the job as a parameter-server training job (None when the file gives none).
     """
 
     id: str
@@ -85,6 +139,7 @@ class Job:
     user: str | None = None
     isolated_time: float = 0.0
     deadline_options: tuple[DeadlineOption, ...] = ()
+    parameter_server: ParameterServerSpec | None = None
 
     @property
     def slo_options(self) -> tuple[DeadlineOption, ...]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from schedopt.errors import InstanceError, Problem
-from schedopt.instance.model import FORMAT, Instance, Job
+from schedopt.instance.model import FORMAT, Instance, Job, ParameterServerSpec, TaskDemand
 
 
 def _some(d: dict) -> dict:
@@ -29,6 +29,28 @@ def _opt(x) -> float | None:
     return None if x is None else float(x)
 
 
+def _per_layer(values: tuple[float, ...]) -> float | list[float]:
+    return float(values[0]) if len(values) == 1 else [float(v) for v in values]
+
+
+def _task(t: TaskDemand) -> dict:
+    return {"bandwidth_gbps": float(t.bandwidth_gbps), "gpus": int(t.gpus), "cpus": float(t.cpus),
+            "memory_gb": float(t.memory_gb)}
+
+
+def _parameter_server(ps: ParameterServerSpec | None) -> dict | None:
+    if ps is None:
+        return None
+    return {
+        "epochs": int(ps.epochs), "samples_per_epoch": float(ps.samples_per_epoch),
+        "batch_per_worker": int(ps.batch_per_worker),
+        "compute_s_per_sample": _per_layer(ps.compute_s_per_sample),
+        "model_size_gb": _per_layer(ps.model_size_gb),
+        "worker": _task(ps.worker), "ps": _task(ps.ps),
+        "max_workers": int(ps.max_workers), "max_ps": int(ps.max_ps),
+    }
+
+
 def _job(j: Job) -> dict:
     return _some({
         "id": j.id, "type": j.type, "scale_factor": int(j.scale_factor), "weight": float(j.weight),
@@ -37,6 +59,7 @@ def _job(j: Job) -> dict:
         "isolated_time": float(j.isolated_time), "throughput": _floats(j.throughput),
         "deadline_options": [{"after_s": float(o.after_s), "value": float(o.value)}
                              for o in j.deadline_options] or None,
+        "parameter_server": _parameter_server(j.parameter_server),
     })
 
 
@@ -48,7 +71,9 @@ def instance_to_dict(instance: Instance) -> dict:
                        "cost_per_hour": _opt(t.cost_per_hour)})
         for t in c.gpu_types.values()
     }
-    nodes = [{"id": n.id, "gpu_type": n.gpu_type, "gpus": int(n.gpus), "rack": n.rack} for n in c.nodes]
+    nodes = [_some({"id": n.id, "gpu_type": n.gpu_type, "gpus": int(n.gpus), "rack": n.rack,
+                    "cpus": _opt(n.cpus), "memory_gb": _opt(n.memory_gb),
+                    "bandwidth_gbps": _opt(n.bandwidth_gbps)}) for n in c.nodes]
     cpus = [{"id": m.id, "cores": int(m.cores)} for m in c.cpu_machines]
     performance = {
         "throughput": {jt: _floats(row) for jt, row in p.throughput.items()},

@@ -25,8 +25,9 @@ Partitioning (`partition_jobs`), seeded:
 
 Executors: `serial`; `process`, a pool of min(k, cores) worker processes that receive the
 parts' arrays and build their models there, each solver limited to cores / workers threads;
-`ray` (`pip install 'schedopt[ray]'`): one task per part on `ray.init()` (local) or the
-cluster named by RAY_ADDRESS.
+`ray` (`pip install 'schedopt[ray]'`): one task per part, solver threads 1, on `ray.init()`
+(local) or the cluster named by RAY_ADDRESS. Serial parts keep the caller's thread setting
+(HiGHS refuses a thread count other than the one its process-wide scheduler started with).
 """
 
 from __future__ import annotations
@@ -153,13 +154,16 @@ def _close_pools() -> None:
 
 def _run_parts(executor: str, policy_name: str, parts: list[ThroughputProblem], solver: str,
                options: SolveOptions, policy_options: dict) -> list:
-    cores = os.cpu_count() or 1
-    workers = 1 if executor == "serial" else max(1, min(len(parts), cores))
-    if options.threads is None:
-        options = dataclasses.replace(options, threads=max(1, cores // workers))
-    args = [(policy_name, part, solver, options, policy_options) for part in parts]
     if executor == "serial":
-        return [_solve_part(*a) for a in args]
+        # The caller's thread settings as they are: HiGHS refuses a thread count other than
+        # the one its process-wide scheduler started with.
+        return [_solve_part(policy_name, part, solver, options, policy_options) for part in parts]
+    cores = os.cpu_count() or 1
+    workers = max(1, min(len(parts), cores))
+    if options.threads is None:  # constant per worker process (a pool per size; Ray: 1)
+        threads = max(1, cores // workers) if executor == "process" else 1
+        options = dataclasses.replace(options, threads=threads)
+    args = [(policy_name, part, solver, options, policy_options) for part in parts]
     if executor == "process":
         chunk = -(-len(args) // workers)  # one round trip per worker
         return list(_pool(workers).map(_solve_part, *zip(*args), chunksize=chunk))

@@ -115,6 +115,14 @@ def test_a_job_larger_than_a_parts_share_still_runs():
     assert_feasible(p, result.X)
 
 
+def test_serial_parts_keep_the_callers_highs_threads():
+    # HiGHS refuses a thread count other than its scheduler's first one: POP must not set one.
+    p = problem(30, seed=7)
+    assert solve(p, "finish_time_fairness").status is Status.OPTIMAL  # starts HiGHS's scheduler
+    result = solve(p, "finish_time_fairness", partitions=3)
+    assert result.X is not None and result.status is Status.FEASIBLE
+
+
 def test_process_executor_gives_the_serial_answer():
     p = problem(80, seed=5)
     serial = solve(p, "max_total_throughput", partitions=3)

@@ -70,6 +70,38 @@ def test_knapsack_optimum_matches_brute_force(name):
         assert result.bound >= optimum - 1e-6
 
 
+@pytest.mark.parametrize("name", MILP_BACKENDS)
+def test_a_mip_start_never_changes_the_optimum(name):
+    """`start` is only a hint: the optimum, an infeasible pick (everything), a fractional and
+    out-of-bounds vector all give the brute-force optimum (cpsat and scip pass it on, the
+    others ignore it)."""
+    lp, optimum = knapsack()
+    best = solve_lp(lp, name, SolveOptions(mip_gap=0.0)).x
+    n = lp.num_cols
+    for start in (best, np.ones(n), np.linspace(-2.0, 3.0, n), np.zeros(n)):
+        result = solve_lp(lp, name, SolveOptions(mip_gap=0.0, start=start))
+        assert result.status is Status.OPTIMAL
+        assert result.objective == pytest.approx(optimum, abs=1e-6)
+        assert float(lp.c @ result.x) + 1.5 == pytest.approx(optimum, abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["cpsat", "scip"])
+def test_a_mip_start_of_the_wrong_size_or_not_finite_is_a_solve_error(name):
+    lp, _ = knapsack()
+    with pytest.raises(SolveError, match="start has shape"):
+        solve_lp(lp, name, SolveOptions(start=np.zeros(lp.num_cols + 1)))
+    with pytest.raises(SolveError, match="finite"):
+        solve_lp(lp, name, SolveOptions(start=np.full(lp.num_cols, np.nan)))
+
+
+@pytest.mark.parametrize("name", ["glop", "highs"])
+def test_lp_backends_ignore_a_start(name):
+    lp = lp_of([[1, 1]], [-INF], [4], [0, 0], [3, 3], [1, 2], maximize=True)
+    result = solve_lp(lp, name, SolveOptions(start=np.array([np.nan, 5.0, 1.0])))
+    assert result.status is Status.OPTIMAL
+    assert result.objective == pytest.approx(7.0, abs=1e-7)
+
+
 @pytest.mark.parametrize("name", ["scip", "cbc", "cvxpy", "cvxpy:SCIPY"])
 def test_two_variable_milp_optimum(name):
     """min y + 1.5 z  s.t.  2y + z >= 7,  y in [0, 2],  z integer >= 0:  optimum 6.5 at (2, 3).

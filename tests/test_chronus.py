@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from lease_strategies import draw_lease_jobs
+from lease_strategies import assert_feasible, enumerate_optimum, lease_problems
 
 from schedopt.backends import SolveResult, Status
 from schedopt.errors import PolicyError
@@ -18,7 +15,6 @@ from schedopt.formulations.chronus import (
     chronus_lease_milp,
     latest_fit_greedy,
     lease_milp,
-    plan_objective,
 )
 
 MILP_SOLVERS = ("scip", "cbc", "cpsat")
@@ -27,23 +23,6 @@ MILP_SOLVERS = ("scip", "cbc", "cpsat")
 # (D=2, u=10); C_t = 8 for t = 0..2.
 EXAMPLE = {"gpus": [4, 8], "leases_needed": [2, 1], "option_job": [0, 0, 1],
            "option_value": [10, 8, 10], "option_horizon": [2, 3, 2], "capacity": [8, 8, 8]}
-
-
-def assert_feasible(problem: LeaseProblem, plan) -> None:
-    """Capacity per lease, horizons, lease counts, one option per scheduled job."""
-    used = np.zeros(problem.num_leases, dtype=np.int64)
-    for j in range(problem.num_jobs):
-        k = plan.chosen[j]
-        held = plan.leases.get(j, ())
-        if k < 0:
-            assert held == ()
-            assert not problem.admitted[j] or plan.status is Status.INFEASIBLE
-            continue
-        assert problem.option_job[k] == j
-        assert len(set(held)) == len(held) == problem.leases_needed[j]
-        assert all(0 <= t < min(problem.option_horizon[k], problem.num_leases) for t in held)
-        used[list(held)] += problem.gpus[j]
-    assert np.all(used <= problem.capacity)
 
 
 @pytest.mark.parametrize("solver", MILP_SOLVERS)
@@ -80,40 +59,6 @@ def test_invalid_inputs_raise_policy_errors():
         chronus_lease_milp(**{**EXAMPLE, "option_job": [0, 0, 5]})
     with pytest.raises(PolicyError, match="no deadline option"):
         chronus_lease_milp(**{**EXAMPLE, "option_job": [0, 0, 0]})
-
-
-def enumerate_optimum(problem: LeaseProblem) -> float | None:
-    """Best objective over every option choice per job and every lease subset, or None."""
-    H = problem.num_leases
-    per_job = []
-    for j in range(problem.num_jobs):
-        choices = [] if problem.admitted[j] else [(-1, ())]
-        for k in np.flatnonzero(problem.option_job == j):
-            for held in itertools.combinations(range(min(problem.option_horizon[k], H)),
-                                               problem.leases_needed[j]):
-                choices.append((int(k), held))
-        per_job.append(choices)
-    best = None
-    for combo in itertools.product(*per_job):
-        used = np.zeros(H, dtype=np.int64)
-        for j, (_, held) in enumerate(combo):
-            used[list(held)] += problem.gpus[j]
-        if np.any(used > problem.capacity):
-            continue
-        chosen = np.array([k for k, _ in combo], dtype=np.int64)
-        value = plan_objective(problem, chosen, {j: held for j, (_, held) in enumerate(combo)})
-        best = value if best is None else max(best, value)
-    return best
-
-
-@st.composite
-def lease_problems(draw):
-    n = draw(st.integers(1, 4))
-    H = draw(st.integers(1, 4))
-    gpus, needed, job, value, horizon, capacity = draw_lease_jobs(draw, n, H, max_options=2,
-                                                                  max_capacity=6)
-    admitted = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    return gpus, needed, job, value, horizon, capacity, admitted
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

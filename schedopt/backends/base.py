@@ -33,12 +33,17 @@ class SolveOptions:
 
     time_limit: seconds (None = no limit); mip_gap: relative gap at which a MILP may stop;
     threads: solver threads (None = solver default); verbose: print the solver's log.
+    start: a MIP start, one value per column (None = none). A hint only: `cpsat` and `scip`
+    pass it to the solver (a MathOpt solution hint), every other backend ignores it; a hint
+    that is infeasible or not integral never changes what is proven, only where the search
+    begins.
     """
 
     time_limit: float | None = None
     mip_gap: float | None = None
     threads: int | None = None
     verbose: bool = False
+    start: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

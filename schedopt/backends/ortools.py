@@ -100,26 +100,44 @@ class MathOptBackend:
 
         model = _model_proto(model_pb2, lp)
         params = self._parameters(parameters_pb2, lp, options)
-        result = self._run(model, params)
+        hints = self._model_parameters(lp, options)
+        result = self._run(model, params, hints)
         seconds = _seconds(result)
         undecided = result.termination.reason == result_pb2.TERMINATION_REASON_INFEASIBLE_OR_UNBOUNDED
         if undecided and self.solver == "glop":
             # Glop's presolve cannot tell infeasible from unbounded; its simplex can.
             params.presolve = parameters_pb2.EMPHASIS_OFF
-            result = self._run(model, params)
+            result = self._run(model, params, hints)
             seconds += _seconds(result)
         return self._read(result_pb2, result, lp, seconds)
 
-    def _run(self, model, params):
+    def _model_parameters(self, lp: LinearProgram, options: SolveOptions):
+        """ModelSolveParametersProto: `options.start` as a solution hint (MILPs on cpsat/scip)."""
+        from ortools.math_opt.python import model_parameters
+
+        proto = model_parameters.ModelSolveParameters().to_proto()
+        if options.start is None or not lp.is_mip:
+            return proto
+        start = np.asarray(options.start, dtype=np.float64)
+        if start.shape != (lp.num_cols,):
+            raise SolveError(f"start has shape {start.shape}, expected ({lp.num_cols},)")
+        if not np.all(np.isfinite(start)):
+            raise SolveError("start must be finite")
+        hint = proto.solution_hints.add()
+        hint.variable_values.ids.extend(np.arange(lp.num_cols))
+        hint.variable_values.values.extend(start)
+        return proto
+
+    def _run(self, model, params, model_params):
         from ortools.math_opt import parameters_pb2
         from ortools.math_opt.core.python import solver
-        from ortools.math_opt.python import callback, init_arguments, model_parameters
+        from ortools.math_opt.python import callback, init_arguments
         from pybind11_abseil.status import StatusNotOk
 
         try:
             return solver.solve(model, getattr(parameters_pb2, _SOLVER_TYPES[self.solver]),
                                 init_arguments.StreamableSolverInitArguments().to_proto(), params,
-                                model_parameters.ModelSolveParameters().to_proto(), None,
+                                model_params, None,
                                 callback.CallbackRegistration().to_proto(), None, None)
         except StatusNotOk as exc:
             raise SolveError(f"{self.name} could not solve the model: {exc}") from exc

@@ -32,12 +32,9 @@ def equal_split(problem: SmdProblem) -> SmdSolution:
     within = cfg.valid & (demand <= share + 1e-9).all(axis=2)
     within[:, 0] = True  # (1, 1) always: every job needs one worker and one PS
     time_in = np.where(within, cfg.time, np.inf)
-    start = minimal_packing(problem)
-    if start is None:
-        start = pack_counts(problem, np.ones(n, dtype=np.int64), np.ones(n, dtype=np.int64))
-    if start is None:
+    pack = _one_each(problem)
+    if pack is None:
         return solution(problem, None, "equal_split", clock)
-    pack = start
     size = (demand[np.arange(n), np.argmin(time_in, axis=1)]
             / np.where(np.isfinite(share) & (share > 0), share, 1.0)).sum(axis=1)
     for i in np.argsort(-size, kind="stable").tolist():
@@ -59,12 +56,9 @@ def optimus_greedy(problem: SmdProblem) -> SmdSolution:
     is not tried again (machines only fill up)."""
     clock = time.perf_counter()
     n = problem.num_jobs
-    start = minimal_packing(problem)
-    if start is None:
-        start = pack_counts(problem, np.ones(n, dtype=np.int64), np.ones(n, dtype=np.int64))
-    if start is None:
+    pack = _one_each(problem)
+    if pack is None:
         return solution(problem, None, "optimus_greedy", clock)
-    pack = start
     totals = _totals(problem)
     scale = np.where(np.isfinite(totals) & (totals > 0), totals, np.inf)
     dominant = np.stack([(problem.worker_demand / scale).max(axis=1),
@@ -101,3 +95,12 @@ def optimus_greedy(problem: SmdProblem) -> SmdSolution:
         else:
             blocked[i, kind] = True
     return solution(problem, pack, "optimus_greedy", clock, details={"tasks_added": added})
+
+
+def _one_each(problem: SmdProblem):
+    """A packing of one worker and one PS per job (None when none is found)."""
+    start = minimal_packing(problem)
+    if start is None:
+        n = problem.num_jobs
+        start = pack_counts(problem, np.ones(n, dtype=np.int64), np.ones(n, dtype=np.int64))
+    return start

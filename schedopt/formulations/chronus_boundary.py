@@ -83,10 +83,7 @@ class LeaseInstance:
         pool = types[gpu_type]
         jobs = trace.jobs
         where = trace.source or "trace"
-        missing = [j.id for j in jobs if j.total_steps is None]
-        if missing:
-            raise SchedoptError(f"{where}: jobs need total_steps to be simulated; missing for "
-                                f"{', '.join(missing[:5])}")
+        trace.require_total_steps("planned in leases")
         speed = np.array([j.throughput[gpu_type] for j in jobs], dtype=float)
         requested = np.array([j.scale_factor for j in jobs], dtype=np.int64)
         bad = [j.id for j, s, g in zip(jobs, speed, requested) if s <= 0 or g > pool.count]

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from schedopt.errors import SchedoptError
+
 FORMAT = "schedopt-instance/1"
 
 
@@ -189,3 +191,11 @@ class Instance:
     @property
     def job_ids(self) -> tuple[str, ...]:
         return tuple(job.id for job in self.jobs)
+
+    def require_total_steps(self, purpose: str) -> None:
+        """SchedoptError naming (up to five of) the jobs without `total_steps`, which `purpose`
+        (e.g. "simulated") needs."""
+        missing = [job.id for job in self.jobs if job.total_steps is None]
+        if missing:
+            raise SchedoptError(f"{self.source or 'trace'}: jobs need total_steps to be "
+                                f"{purpose}; missing for {', '.join(missing[:5])}")

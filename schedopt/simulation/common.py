@@ -67,11 +67,8 @@ class TraceArrays:
     """The trace as arrays over all N jobs (index n, in trace order)."""
 
     def __init__(self, trace: Instance):
+        trace.require_total_steps("simulated")
         jobs = trace.jobs
-        missing = [job.id for job in jobs if job.total_steps is None]
-        if missing:
-            raise SchedoptError(f"{trace.source or 'trace'}: jobs need total_steps to be "
-                                f"simulated; missing for {', '.join(missing[:5])}")
         self.types = trace.cluster.type_names
         self.ids = np.array(trace.job_ids, dtype=object)
         self.labels = [job.type for job in jobs]

@@ -95,13 +95,15 @@ def _quotas(counts: np.ndarray, n: int) -> np.ndarray:
     return quota
 
 
+_PER_JOB_FIELDS = ("throughput", "scale_factor", "weight", "remaining_steps", "time_since_arrival",
+                   "isolated_time", "time_to_deadline")
+
+
 def part_problem(problem: ThroughputProblem, rows: np.ndarray, share: float) -> ThroughputProblem:
     """The jobs `rows` with `share` of every GPU type (fractional), the whole cluster's type
     sizes kept for `runnable`."""
     ids = np.asarray(problem.job_ids, dtype=object)
-    per_job = {f.name: getattr(problem, f.name)[rows] for f in dataclasses.fields(problem)
-               if f.name in ("throughput", "scale_factor", "weight", "remaining_steps",
-                             "time_since_arrival", "isolated_time", "time_to_deadline")}
+    per_job = {name: getattr(problem, name)[rows] for name in _PER_JOB_FIELDS}
     size = problem.capacity if problem.type_size is None else problem.type_size
     return dataclasses.replace(problem, job_ids=tuple(ids[rows]), capacity=problem.capacity * share,
                                type_size=size, **per_job)

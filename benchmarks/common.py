@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
 from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.traces import gavel_cluster, load_performance, synthetic_trace
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def random_problem(num_jobs: int, num_types: int = 3, seed: int = 0) -> ThroughputProblem:
@@ -23,6 +27,16 @@ def random_problem(num_jobs: int, num_types: int = 3, seed: int = 0) -> Throughp
         time_since_arrival=rng.uniform(0, 3600, num_jobs),
         cost_per_hour=np.linspace(2.5, 0.5, num_types),
     )
+
+
+def gavel_like(num_jobs: int, gpus_per_type: int, seed: int = 0) -> ThroughputProblem:
+    """Jobs drawn like Gavel's generator over the 83 job types (model x batch size x scale
+    factor) of instances/large-2000.json (Gavel's measured throughputs), all arrived, on
+    `gpus_per_type` GPUs of each of v100/p100/k80."""
+    perf = load_performance(ROOT / "instances" / "large-2000.json", ["v100", "p100", "k80"],
+                            colocation=False)
+    cluster = gavel_cluster(dict.fromkeys(("v100", "p100", "k80"), gpus_per_type))
+    return ThroughputProblem.from_instance(synthetic_trace(perf, cluster, num_jobs, 0, seed))
 
 
 def best_of(repeats: int, fn):

@@ -14,23 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
-from common import best_of
+from common import best_of, gavel_like
 
 import schedopt
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.traces import gavel_cluster, load_performance, synthetic_trace
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def gavel_like(num_jobs: int, gpus_per_type: int, seed: int = 0) -> ThroughputProblem:
-    perf = load_performance(ROOT / "instances" / "large-2000.json", ["v100", "p100", "k80"],
-                            colocation=False)
-    cluster = gavel_cluster(dict.fromkeys(("v100", "p100", "k80"), gpus_per_type))
-    return ThroughputProblem.from_instance(synthetic_trace(perf, cluster, num_jobs, 0, seed))
-
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

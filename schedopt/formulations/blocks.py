@@ -114,3 +114,25 @@ def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: s
 def effective_throughput(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
     """(M,) steps/s: thr_m(X) = sum_j T[m,j] X[m,j]."""
     return np.einsum("mj,mj->m", problem.throughput, X)
+
+
+def fill_leftover(problem: ThroughputProblem, X: np.ndarray,
+                  eligible: np.ndarray | None = None) -> np.ndarray:
+    """X plus the GPUs it leaves idle, never lowering any entry (only `eligible` jobs gain).
+
+    Type by type, the idle GPUs of a type go to the jobs that can run there and have time to
+    spare, in proportion to that spare time (capped by it). An exact max-min or makespan
+    solution that holds every job exactly at the optimal level leaves GPUs idle; this keeps
+    its objective (no job loses) while a job that could use them is not starved for nothing.
+    """
+    X = X.copy()
+    runnable = problem.runnable if eligible is None else problem.runnable & eligible[:, None]
+    s = problem.scale_factor
+    for j in range(problem.num_types):
+        idle = problem.capacity[j] - s @ X[:, j]
+        spare = np.where(runnable[:, j], np.maximum(1.0 - X.sum(axis=1), 0.0), 0.0)
+        demand = s @ spare
+        if idle <= 1e-12 * problem.capacity[j] or demand <= 0:
+            continue
+        X[:, j] += spare * min(1.0, idle / demand) * (1 - 1e-12)
+    return X

@@ -29,9 +29,12 @@ from schedopt.backends import SolveOptions, Status, solve_lp
 from schedopt.backends.base import LinearProgram
 from schedopt.errors import PolicyError
 from schedopt.formulations.blocks import (Outcome, allocation_bounds, base_rows, column,
-                                          effective_throughput, per_job_rows, scale_rows,
+                                          effective_throughput, fill_leftover, per_job_rows, scale_rows,
                                           solve_allocation_lp)
 from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.formulations.levels import LevelProblem, LevelSolution, max_level
+
+DECOMPOSITION = "decomposition"  # solver name of the price decomposition (`levels.py`)
 
 
 def _empty(problem: ThroughputProblem, solver: str, objective: float | None = None) -> Outcome:
@@ -85,13 +88,44 @@ def normalized_throughput(problem: ThroughputProblem, agnostic: bool = False) ->
     return s_over_w * problem.throughput / problem.equal_share_throughput[:, None]
 
 
-def max_min_fairness(problem: ThroughputProblem, solver: str = "highs",
-                     options: SolveOptions = SolveOptions(), agnostic: bool = False) -> Outcome:
-    """Maximize min_m a[m] @ X[m] (see `normalized_throughput`); objective is that minimum."""
+def solve_levels(problem: ThroughputProblem, gain: np.ndarray, jobs: np.ndarray | None = None,
+                 start: dict | None = None):
+    """`levels.max_level` for max t s.t. gain[m] @ X[m] >= t over `jobs` (default all) under
+    the base constraints; returns (LevelSolution, (M, J) allocation with the others at 0 and
+    the GPUs it leaves idle handed out by `fill_leftover`). `start`: a previous outcome's
+    details (its "prices" and "level") to warm-start from."""
+    jobs = np.arange(problem.num_jobs) if jobs is None else jobs
+    solution = max_level(LevelProblem(gain[jobs], problem.scale_factor[jobs], problem.capacity),
+                         start=start)
+    X = np.zeros((problem.num_jobs, problem.num_types))
+    X[jobs] = solution.allocation
+    eligible = np.zeros(problem.num_jobs, bool)
+    eligible[jobs] = True
+    return solution, fill_leftover(problem, X, eligible)
+
+
+def _level_outcome(solution: LevelSolution, X: np.ndarray, objective: float,
+                   bound: float) -> Outcome:
+    details = {"rounds": solution.details["rounds"], "gap": solution.gap,
+               "prices": solution.prices.tolist(), "level": solution.level}
+    return Outcome(X, solution.status, objective, bound, solution.seconds, DECOMPOSITION, details)
+
+
+def max_min_fairness(problem: ThroughputProblem, solver: str = DECOMPOSITION,
+                     options: SolveOptions = SolveOptions(), agnostic: bool = False,
+                     start: dict | None = None) -> Outcome:
+    """Maximize min_m a[m] @ X[m] (see `normalized_throughput`); objective is that minimum.
+
+    solver "decomposition" (the default) is `levels.max_level`: exact to a proven relative gap
+    of 1e-6 at any scale; any backend name solves the whole LP with it instead. `start`: the
+    previous solve's `details` (GPU prices and level) to warm-start the decomposition from."""
     if problem.num_jobs == 0:
         return _empty(problem, solver)
     problem.require_runnable()
     a = normalized_throughput(problem, agnostic) * problem.runnable
+    if solver == DECOMPOSITION:
+        solution, X = solve_levels(problem, a, start=start)
+        return _level_outcome(solution, X, max_min_objective(problem, X, agnostic), solution.bound)
     M, J = a.shape
     rows = per_job_rows(a, 1) - column(np.ones(M), M * J, M * J + 1)
     rows, lo, hi = scale_rows(rows, np.zeros(M), np.full(M, np.inf))
@@ -149,12 +183,15 @@ def _checked(status: Status, objective: float, bound: float | None, tolerance: f
     return status
 
 
-def min_makespan(problem: ThroughputProblem, solver: str = "highs",
-                 options: SolveOptions = SolveOptions(), agnostic: bool = False) -> Outcome:
+def min_makespan(problem: ThroughputProblem, solver: str = DECOMPOSITION,
+                 options: SolveOptions = SolveOptions(), agnostic: bool = False,
+                 start: dict | None = None) -> Outcome:
     """Minimize the makespan max_m R_m / thr_m(X) (seconds) exactly, as one LP.
 
     With d_m = R_m / Tbest_m (job m's fastest possible time) and D = max d_m, the LP is
-    max z  s.t.  sum_j (T[m,j] / Tbest_m) X[m,j] >= (d_m / D) z, and makespan = D / z.
+    max z  s.t.  sum_j (T[m,j] / Tbest_m) X[m,j] >= (d_m / D) z, and makespan = D / z;
+    solver "decomposition" (the default) solves it with `levels.max_level` (`start`: as for
+    `max_min_fairness`).
     Each job's columns are scaled by d_m / D (see `_need_rows`), so a job with one step left
     next to a week-long one still gets its share.
     """
@@ -168,6 +205,11 @@ def min_makespan(problem: ThroughputProblem, solver: str = "highs",
     best = (problem.throughput * problem.runnable).max(axis=1)
     d = np.where(active, problem.remaining_steps / best, 0.0)
     D = d.max()
+    if solver == DECOMPOSITION:
+        T = problem.throughput * problem.runnable
+        gain = T / best[:, None] / np.where(active, d / D, 1.0)[:, None]
+        solution, X = solve_levels(problem, gain, np.flatnonzero(active), start)
+        return _level_outcome(solution, X, makespan_of(problem, X), D / solution.bound)
     rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, d / D)
     lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf),
                       x_upper=x_upper, job_scale=job_scale)

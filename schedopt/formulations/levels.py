@@ -186,7 +186,7 @@ def _restricted_lp(cls: _Classes, capacity: np.ndarray, free: np.ndarray, fixed:
     time_rows = sp.csr_matrix((np.ones(n), (row_of, k)), shape=(F, n + 1))
     weight = cls.count * cls.gpus * fixed.mask
     intercept, slope = weight @ fixed.X0, weight @ fixed.X1
-    cap_scale = 1.0 / capacity
+    cap_scale = 1.0 / np.where(capacity > 0, capacity, 1.0)
     capacity_rows = sp.csr_matrix(
         (np.concatenate([(cls.count * cls.gpus)[idx][row_of] * cap_scale[type_of],
                          slope * cap_scale]),

@@ -114,20 +114,26 @@ class TraceArrays:
 def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,
                  steps: np.ndarray, isolated_time: np.ndarray, policy: str,
                  config: SimulationConfig, solve_seconds: list[float],
-                 pop_parts: dict[str, int]) -> np.ndarray:
+                 memory: dict) -> np.ndarray:
     """The policy's allocation (len(active), J) for the active jobs at `now`; appends the wall
-    seconds it took to `solve_seconds`. With POP, `pop_parts` ({job id: part}, kept by the
-    caller for the run) is read and updated so that jobs keep their parts."""
+    seconds it took to `solve_seconds`. `memory` (kept by the caller for the run) carries
+    what the next solve reuses: with POP the jobs' parts ("parts", {job id: part}), so that
+    jobs keep them; for a policy that takes a `start`, the last solve's prices ("start")."""
     from schedopt.api import solve
+    from schedopt.policies import resolve
 
     clock = time.perf_counter()
     pop = {} if config.partitions is None else {
         "partitions": config.partitions, "executor": config.executor,
-        "partition_seed": config.seed, "previous_parts": pop_parts}
+        "partition_seed": config.seed, "previous_parts": memory.setdefault("parts", {})}
+    warm = {"start": memory["start"]} if "start" in memory else {}
     result = solve(data.problem(active, capacity, now, steps, isolated_time), policy,
-                   config.solver, time_limit=config.time_limit, **pop, **config.policy_options)
+                   config.solver, time_limit=config.time_limit, **pop, **warm,
+                   **config.policy_options)
     if "pop" in result.details:
-        pop_parts.update(result.details["pop"]["parts"])
+        memory["parts"].update(result.details["pop"]["parts"])
+    elif "start" in resolve(policy)[0].option_names and "prices" in result.details:
+        memory["start"] = {key: result.details[key] for key in ("prices", "level")}
     solve_seconds.append(time.perf_counter() - clock)
     if result.X is None:
         raise SchedoptError(f"policy {policy} found no allocation at t={now:.0f} s "

@@ -34,7 +34,7 @@ def run_default(trace: Instance, policy: str, config: SimulationConfig,
     elapsed, last_solve, changed = 0.0, -np.inf, False
     previous: dict[int, tuple[int, ...]] = {}
     solve_seconds: list[float] = []
-    pop_parts: dict[str, int] = {}
+    memory: dict = {}  # kept between re-solves: POP parts, warm-start prices
     rounds: list[tuple[float, float, int, int]] = []
     t = float(data.arrival.min()) if N else 0.0
     bar = progress_bar(N, progress)
@@ -50,7 +50,7 @@ def run_default(trace: Instance, policy: str, config: SimulationConfig,
             deficit += X * elapsed - received  # the old allocation's shortfall, carried over
             X[:] = 0.0
             X[active] = solve_policy(data, active, capacity, t, steps, iso_time, policy, config,
-                                     solve_seconds, pop_parts)
+                                     solve_seconds, memory)
             received[:] = 0.0
             elapsed, last_solve, changed = 0.0, t, False
         position = np.searchsorted(active, list(previous))  # previous jobs' local index

@@ -60,7 +60,7 @@ def run_gavel(trace: Instance, policy: str, config: SimulationConfig,
     worker_time, busy, iso_time = np.zeros(J), np.zeros(J), np.zeros(N)
     last_reset, need_update = 0.0, False
     solve_seconds: list[float] = []
-    pop_parts: dict[str, int] = {}
+    memory: dict = {}  # kept between re-solves: POP parts, warm-start prices
     rounds: list[tuple[float, float, int, int]] = []
     running = np.zeros(0, dtype=int)
     run_type, run_steps, run_finish = running, np.zeros(0), np.zeros(0)
@@ -101,7 +101,7 @@ def run_gavel(trace: Instance, policy: str, config: SimulationConfig,
             last_reset = now
             X[:] = 0.0
             X[active] = solve_policy(data, active, capacity, now, steps, iso_time, policy, config,
-                                     solve_seconds, pop_parts)
+                                     solve_seconds, memory)
             in_X[:] = False
             in_X[active] = True
             need_update = False

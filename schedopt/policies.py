@@ -13,6 +13,7 @@ from schedopt.errors import PolicyError
 from schedopt.formulations import allox, baselines, chronus, gavel
 from schedopt.formulations.chronus_policy import chronus_policy
 from schedopt.formulations import smd_exact, smd_policy
+from schedopt.formulations.packed import packed_policy
 from schedopt.formulations.blocks import Outcome
 from schedopt.formulations.inputs import ThroughputProblem
 
@@ -64,17 +65,17 @@ def _closed_form(fn):
 _POLICIES = [
     Policy("max_min_fairness", "Heterogeneity-aware max-min fairness over normalized throughputs (Gavel).",
            "min over jobs of s*throughput/(weight*equal-share throughput) (dimensionless)",
-           gavel.max_min_fairness, solver="clarabel", evaluate=gavel.max_min_objective),
+           gavel.max_min_fairness, solver=gavel.DECOMPOSITION, evaluate=gavel.max_min_objective),
     Policy("max_min_fairness_agnostic", "Max-min fairness of time shares, blind to GPU speed (LAS).",
            "min over jobs of s*(time share)/weight (dimensionless)",
-           gavel.max_min_fairness, {"agnostic": True}, solver="clarabel",
+           gavel.max_min_fairness, {"agnostic": True}, solver=gavel.DECOMPOSITION,
            evaluate=gavel.max_min_objective),
     Policy("min_makespan", "Minimize the time until every job finishes (exact single LP).",
-           "makespan in seconds", gavel.min_makespan, solver="clarabel",
+           "makespan in seconds", gavel.min_makespan, solver=gavel.DECOMPOSITION,
            evaluate=gavel.makespan_objective),
     Policy("min_makespan_agnostic", "Makespan LP that treats every GPU type as the job's fastest.",
            "makespan in seconds under that assumption", gavel.min_makespan, {"agnostic": True},
-           solver="clarabel", evaluate=gavel.makespan_objective),
+           solver=gavel.DECOMPOSITION, evaluate=gavel.makespan_objective),
     Policy("finish_time_fairness", "Minimize the worst finish-time ratio rho (Themis), exact bisection.",
            "max over jobs of rho (dimensionless)", gavel.finish_time_fairness,
            evaluate=gavel.finish_time_objective),
@@ -98,11 +99,16 @@ _POLICIES = [
 
 POLICIES: dict[str, Policy] = {p.name: p for p in _POLICIES}
 
-# Policies whose decision is not a time-fraction allocation X: they read the whole Instance
-# (`reads_instance`: run(instance, solver, options, **opts)), return Result.X = None and put
-# their decision in Result.details. Kept apart from POLICIES, whose every entry solves a
+# Policies that read the whole Instance (`reads_instance`: run(instance, solver, options,
+# **opts)): most decide something other than a time-fraction allocation X (Result.X = None,
+# the decision in Result.details); max_min_fairness_packed needs the co-location table and
+# returns X plus its pairs. Kept apart from POLICIES, whose every entry solves a
 # ThroughputProblem; `resolve` and `schedopt policies` see both.
 SCHEDULE_POLICIES: dict[str, Policy] = {p.name: p for p in [
+    Policy("max_min_fairness_packed", "Max-min fairness with space sharing: pairs of jobs "
+           "co-located on the same GPUs (co-location table), exact by column generation.",
+           "min over jobs of s*throughput/(weight*equal-share throughput), throughput counting "
+           "paired time (dimensionless)", packed_policy, reads_instance=True),
     Policy("allox", "Whole jobs on single GPUs and CPU machines, min total completion time (AlloX "
            "matching; option alpha).", "total completion time, sum of (completion - arrival), "
            "seconds", allox.allox_policy, solver=allox.DEFAULT_METHOD, reads_instance=True),
@@ -131,6 +137,7 @@ REGISTRY: dict[str, Policy] = {**POLICIES, **SCHEDULE_POLICIES}
 GAVEL_ALIASES: dict[str, tuple[str, dict]] = {
     "max_min_fairness": ("max_min_fairness_agnostic", {}),
     "max_min_fairness_perf": ("max_min_fairness", {}),
+    "max_min_fairness_packed": ("max_min_fairness_packed", {}),
     "min_total_duration": ("min_makespan_agnostic", {}),
     "min_total_duration_perf": ("min_makespan", {}),
     "finish_time_fairness": ("finish_time_fairness_agnostic", {}),

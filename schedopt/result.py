@@ -48,10 +48,14 @@ class Result:
 
     @property
     def effective_throughput(self) -> pd.Series | None:
+        """steps/s: sum_j T[m,j] X[m,j], or details["effective_throughput"] where a policy
+        gives it (space sharing: paired time runs at the pair's rates, not T)."""
         if self.X is None:
             return None
-        return pd.Series(np.einsum("mj,mj->m", self.throughput, self.X),
-                         index=pd.Index(self.job_ids, name="job"), name="steps_per_s")
+        given = self.details.get("effective_throughput")
+        values = (np.einsum("mj,mj->m", self.throughput, self.X) if given is None
+                  else [given[job] for job in self.job_ids])
+        return pd.Series(values, index=pd.Index(self.job_ids, name="job"), name="steps_per_s")
 
     @property
     def gap(self) -> float | None:

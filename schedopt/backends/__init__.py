@@ -17,7 +17,7 @@ from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Sta
 from schedopt.errors import SolveError
 
 __all__ = ["Backend", "LinearProgram", "SolveOptions", "SolveResult", "Status",
-           "BACKEND_NAMES", "get_backend", "solve_lp", "recording"]
+           "BACKEND_NAMES", "get_backend", "solve_lp", "recording", "record"]
 
 
 class Backend(Protocol):
@@ -73,9 +73,15 @@ def recording() -> Iterator[list[LinearProgram]]:
         _recorders.remove(programs)
 
 
+def record(lp: LinearProgram) -> None:
+    """Hand `lp` to every open `recording()` block without solving it (for a formulation that
+    solves through a solver object of its own, e.g. column generation's final master LP)."""
+    for programs in _recorders:
+        programs.append(lp)
+
+
 def solve_lp(lp: LinearProgram, solver: str = "highs",
              options: SolveOptions | None = None) -> SolveResult:
     """Solve `lp` with the backend named `solver`."""
-    for programs in _recorders:
-        programs.append(lp)
+    record(lp)
     return get_backend(solver).solve(lp, options or SolveOptions())

@@ -27,6 +27,8 @@ from schedopt.policies import GAVEL_ALIASES
 _SIGNATURES = {
     "max_min_fairness": ("scale_factors", "priority_weights", "cluster_spec"),
     "max_min_fairness_perf": ("scale_factors", "priority_weights", "cluster_spec"),
+    "max_min_fairness_water_filling": ("scale_factors", "priority_weights", "cluster_spec"),
+    "max_min_fairness_water_filling_perf": ("scale_factors", "priority_weights", "cluster_spec"),
     "finish_time_fairness": ("scale_factors", "priority_weights", "times_since_start",
                              "num_steps_remaining", "cluster_spec"),
     "finish_time_fairness_perf": ("scale_factors", "priority_weights", "times_since_start",

@@ -13,6 +13,7 @@ from schedopt.errors import PolicyError
 from schedopt.formulations import allox, baselines, chronus, gavel
 from schedopt.formulations.chronus_policy import chronus_policy
 from schedopt.formulations import smd_exact, smd_policy
+from schedopt.formulations import water_filling
 from schedopt.formulations.packed import packed_policy
 from schedopt.formulations.blocks import Outcome
 from schedopt.formulations.inputs import ThroughputProblem
@@ -95,6 +96,25 @@ _POLICIES = [
     Policy("fifo", "Baseline: arrival order, each job on its fastest type with room.", "none", _fifo),
     Policy("fifo_agnostic", "Baseline: arrival order, each job on a random type with room.", "none",
            _fifo, {"agnostic": True}),
+    Policy("water_filling", "Lexicographic max-min fairness (water filling) over normalized "
+           "throughputs (Gavel).", "min over jobs of s*throughput/(weight*equal-share "
+           "throughput) (dimensionless); each job's in job_levels",
+           water_filling.water_filling, solver=water_filling.DECOMPOSITION,
+           evaluate=gavel.max_min_objective),
+    Policy("water_filling_agnostic", "Water filling of time shares, blind to GPU speed.",
+           "min over jobs of s*(time share)/weight (dimensionless); each job's in job_levels",
+           water_filling.water_filling, {"agnostic": True},
+           solver=water_filling.DECOMPOSITION, evaluate=gavel.max_min_objective),
+    Policy("hierarchical_water_filling", "Water filling among users by user weight, then among "
+           "each user's jobs by job weight (Gavel's multi-level fairness).",
+           "first water level: min over jobs of s*throughput/equal-share throughput divided by "
+           "(user weight * job weight / user's total job weight) (dimensionless)",
+           water_filling.hierarchical_water_filling, solver="highs-ipm",
+           evaluate=water_filling.hierarchical_objective),
+    Policy("hierarchical_water_filling_agnostic", "Hierarchical water filling of time shares, "
+           "blind to GPU speed.", "first water level, as hierarchical_water_filling's with "
+           "s*(time share) (dimensionless)", water_filling.hierarchical_water_filling,
+           {"agnostic": True}, solver="highs-ipm", evaluate=water_filling.hierarchical_objective),
 ]
 
 POLICIES: dict[str, Policy] = {p.name: p for p in _POLICIES}
@@ -137,6 +157,8 @@ REGISTRY: dict[str, Policy] = {**POLICIES, **SCHEDULE_POLICIES}
 GAVEL_ALIASES: dict[str, tuple[str, dict]] = {
     "max_min_fairness": ("max_min_fairness_agnostic", {}),
     "max_min_fairness_perf": ("max_min_fairness", {}),
+    "max_min_fairness_water_filling": ("water_filling_agnostic", {}),
+    "max_min_fairness_water_filling_perf": ("water_filling", {}),
     "max_min_fairness_packed": ("max_min_fairness_packed", {}),
     "min_total_duration": ("min_makespan_agnostic", {}),
     "min_total_duration_perf": ("min_makespan", {}),

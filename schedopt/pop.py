@@ -104,6 +104,8 @@ def part_problem(problem: ThroughputProblem, rows: np.ndarray, share: float) -> 
     sizes kept for `runnable`."""
     ids = np.asarray(problem.job_ids, dtype=object)
     per_job = {name: getattr(problem, name)[rows] for name in _PER_JOB_FIELDS}
+    if problem.user is not None:  # users keep their indices (and weights) in every part
+        per_job["user"] = problem.user[rows]
     size = problem.capacity if problem.type_size is None else problem.type_size
     return dataclasses.replace(problem, job_ids=tuple(ids[rows]), capacity=problem.capacity * share,
                                type_size=size, **per_job)

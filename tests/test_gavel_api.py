@@ -28,6 +28,8 @@ def small_problem():
 EXPECTED_ALIASES = {
     "max_min_fairness": "max_min_fairness_agnostic",
     "max_min_fairness_perf": "max_min_fairness",
+    "max_min_fairness_water_filling": "water_filling_agnostic",
+    "max_min_fairness_water_filling_perf": "water_filling",
     "max_min_fairness_packed": "max_min_fairness_packed",
     "min_total_duration": "min_makespan_agnostic",
     "min_total_duration_perf": "min_makespan",

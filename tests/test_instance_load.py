@@ -331,7 +331,8 @@ def test_shipped_schema_is_valid_draft_2020_12_and_is_package_data():
     Draft202012Validator.check_schema(shipped)
     assert shipped == schema()
     assert Draft202012Validator(shipped).is_valid(json.loads(json.dumps(TINY)))
-    assert set(shipped["properties"]) == {"format", "name", "now", "cluster", "jobs", "performance"}
+    assert set(shipped["properties"]) == {"format", "name", "now", "cluster", "jobs", "performance",
+                                          "users"}
 
 
 def test_in_memory_documents_with_non_json_values_are_instance_errors():

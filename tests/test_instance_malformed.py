@@ -93,6 +93,7 @@ EXPECTED = {
     "ps_unknown_key.json": "jobs[0].parameter_server.learning_rate: unknown key 'learning_rate'; expected one of: epochs, samples_per_epoch",
     "ps_max_ps_too_large.json": "jobs[0].parameter_server.max_ps: expected at most 1024, got 5000",
     "node_negative_bandwidth.json": "cluster.nodes[0].bandwidth_gbps: expected a finite number >= 0, got -10",
+    "user_weight_not_positive.json": "users.bob.weight: expected a finite number > 0, got -1",
     "several_problems.json": "jobs[0].weight: expected a finite number > 0, got -1",
 }
 SEVERAL = {"null_everywhere.json": 4, "several_problems.json": 3, "yaml_integer_gpu_key.yaml": 3}

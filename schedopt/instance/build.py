@@ -1,7 +1,7 @@
 """Building the frozen `Instance` from a validated `schedopt-instance/1` document.
 
 Applies the format's defaults: `gpus_per_node` = count, derived nodes for GPUs `nodes` omits,
-job defaults (scale_factor 1, weight 1, times 0 s), `now` = latest arrival. Numbers become
+job defaults (scale_factor 1, weight 1, times 0 s), `now` = latest arrival, user weight 1. Numbers become
 Python floats (steps/s, seconds, $/GPU-hour) and counts ints.
 """
 
@@ -105,4 +105,5 @@ def build_instance(doc: dict, source: str) -> Instance:
     )
     now = float(doc["now"]) if "now" in doc else max((j.arrival_time for j in jobs), default=0.0)
     cluster = Cluster(frozen_map(gpu_types), nodes, cpus)
-    return Instance(cluster, jobs, performance, doc.get("name"), now, source)
+    users = frozen_map({name: float(u.get("weight", 1.0)) for name, u in doc.get("users", {}).items()})
+    return Instance(cluster, jobs, performance, doc.get("name"), now, source, users)

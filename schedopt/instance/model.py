@@ -179,7 +179,8 @@ class Performance:
 class Instance:
     """One scheduling decision's inputs. `now` is the decision time in seconds (default: the
     latest arrival); `source` is the file it came from, for error messages (not compared, so the
-    same instance read from two files is equal)."""
+    same instance read from two files is equal); `users` maps user names to their weights
+    (hierarchical water filling; a user the file does not list weighs 1)."""
 
     cluster: Cluster
     jobs: tuple[Job, ...]
@@ -187,6 +188,7 @@ class Instance:
     name: str | None = None
     now: float = 0.0
     source: str | None = field(default=None, compare=False)
+    users: Mapping[str, float] = field(default_factory=frozen_map)
 
     @property
     def job_ids(self) -> tuple[str, ...]:

@@ -89,6 +89,7 @@ def instance_to_dict(instance: Instance) -> dict:
         "cluster": _some({"gpu_types": gpu_types, "nodes": nodes, "cpu_machines": cpus or None}),
         "jobs": [_job(j) for j in instance.jobs],
         "performance": {k: v for k, v in performance.items() if v},
+        "users": {name: {"weight": float(w)} for name, w in instance.users.items()} or None,
     })
 
 

@@ -12,14 +12,15 @@ level has a closed form (`level_hull`), which gives for any p >= 0 the Lagrangia
     t* <= c @ p + max_t [ t - sum_rising h_m(t; p) ] - sum_frozen h_m(floor_m; p).
 
 The solver: jobs with identical rows are merged into classes (exact: averaging identical jobs'
-rows keeps every constraint). Prices come from an LP over a sample of jobs (or the previous
-round's). Each job is then *fixed* to its cheapest hull segment at those prices — its
-allocation becomes affine in t and adds a constant and a slope to each capacity row — except
-jobs whose choice is nearly tied, which stay *free* in a small restricted LP (dual simplex,
-exact duals). The LP's duals are new prices; fixed jobs whose segment is no longer cheapest at
-them are freed, until the allocation's own minimum level (after clipping it exactly into the
-constraints) and the Lagrangian bound at the LP's prices agree to `gap`. Both numbers are
-computed here from X and p, not taken from the LP solver.
+rows keeps every constraint). Prices come from the same problem over a random tenth of the jobs
+(recursively, down to DIRECT_CLASSES classes solved as one LP), or from the previous round's
+solve. Each job is then *fixed* to its cheapest hull segment at those prices — its allocation
+becomes affine in t and adds a constant and a slope to each capacity row — except jobs whose
+choice is nearly tied, which stay *free* in a small restricted LP. The LP's duals are new
+prices; fixed jobs whose segment is no longer cheapest at them are freed, until the
+allocation's own minimum level (after clipping it exactly into the constraints) and the
+Lagrangian bound at the LP's prices agree to `gap`. Both numbers are computed here from X and
+p, not taken from the LP solver. docs/exact-max-min.md has the whole story.
 """
 
 from __future__ import annotations

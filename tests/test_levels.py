@@ -186,3 +186,16 @@ def test_policy_warm_start_from_the_previous_details():
     warm = schedopt.solve(later, "max_min_fairness", start=first.details)
     cold = schedopt.solve(later, "max_min_fairness", solver="clarabel")
     assert warm.objective == pytest.approx(cold.objective, rel=1e-6)
+
+
+def test_when_gpus_do_not_bind_the_smallest_top_level_is_the_answer():
+    rng = np.random.default_rng(10)
+    gain = rng.uniform(0.5, 2.0, (300, 3))
+    problem = LevelProblem(gain, np.ones(300), np.full(3, 1000.0))
+    solution = max_level(problem)
+    assert solution.details["rounds"] == 0
+    assert solution.level == solution.bound == pytest.approx(gain.max(axis=1).min())
+    assert solution.level == pytest.approx(whole_lp(problem), rel=1e-9)
+    check_feasible(problem, solution)
+    capped = np.argmin(gain.max(axis=1))
+    assert solution.marginal[capped] > 0 and np.count_nonzero(solution.marginal) == 1

@@ -321,11 +321,33 @@ def _guide(prices: np.ndarray) -> np.ndarray:
     return np.maximum(prices, 1e-9 * top) if top > 0 else np.ones_like(prices)
 
 
+def _capped_by_their_own_time(cls: _Classes, capacity: np.ndarray) -> LevelSolution | None:
+    """The solution when the GPUs do not bind: no job can rise above its top level (all of its
+    time on its fastest type), so t* <= min top over rising jobs, and if every job at that
+    level (frozen ones at their floor) fits on its fastest type, that level is reached. None
+    when it does not fit (then prices matter)."""
+    best = np.argmax(cls.gain, axis=1)
+    top = cls.gain[np.arange(best.size), best]
+    t = float(top[cls.rises].min())
+    time_on_best = np.where(cls.rises, t, cls.floor) / top
+    X = np.zeros_like(cls.gain)
+    X[np.arange(best.size), best] = time_on_best
+    if ((cls.count * cls.gpus) @ X > capacity).any():
+        return None
+    bottleneck = cls.rises & (top <= t)
+    marginal = np.where(bottleneck, 1.0 / (cls.count * bottleneck).sum(), 0.0)
+    return LevelSolution(X, t, t, np.zeros(capacity.size), marginal, Status.OPTIMAL, 0.0,
+                         {"rounds": 0, "classes": cls.count.size, "free_classes": 0})
+
+
 def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solver: str,
                    max_rounds: int, seed: int) -> LevelSolution | None:
     """`max_level` on classes; allocation and marginal per class (None: no LP solution).
     `seeded` = (t, prices, margin): a starting point and its expected relative price error."""
     K = cls.count.size
+    capped = _capped_by_their_own_time(cls, capacity)
+    if capped is not None:
+        return capped
     if seeded is None and K > DIRECT_CLASSES:
         seeded = _sample_prices(cls, capacity, solver, seed)
     if seeded is None:

@@ -34,6 +34,10 @@ class Hulls:
     def top_level(self) -> np.ndarray:
         return self.level[np.arange(self.level.shape[0]), self.top]
 
+    def rows(self, keep: np.ndarray) -> "Hulls":
+        """The hulls of the jobs selected by `keep` (a mask or indices)."""
+        return Hulls(self.level[keep], self.cost[keep], self.vertex_type[keep], self.top[keep])
+
 
 def build_hulls(gain: np.ndarray, unit_cost: np.ndarray) -> Hulls:
     """Hulls of every job: gain (M, J) level per unit time (0 = cannot run), unit_cost (M, J)

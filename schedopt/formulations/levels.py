@@ -226,20 +226,16 @@ def _clip_into_constraints(cls: _Classes, capacity: np.ndarray, X: np.ndarray) -
     return X * np.minimum(1.0, capacity / np.maximum(usage, 1e-300))[None, :]
 
 
-def _rows(hulls: Hulls, keep: np.ndarray) -> Hulls:
-    return Hulls(hulls.level[keep], hulls.cost[keep], hulls.vertex_type[keep], hulls.top[keep])
-
-
 def lagrangian_bound(cls: _Classes, capacity: np.ndarray, prices: np.ndarray,
                      hulls: Hulls) -> float:
     """The upper bound on t* at prices p >= 0 (module docstring), maximizing the concave
     t - sum_rising count_m h_m(t) over t exactly: its slope falls at the rising classes'
     hull vertices, so t* is the vertex where the summed hull slope first reaches 1."""
     rising = cls.rises
-    frozen = _rows(hulls, ~rising)
+    frozen = hulls.rows(~rising)
     floor = cls.floor[~rising]
     frozen_cost = cls.count[~rising] @ cost_on(frozen, segment_of(frozen, floor), floor)
-    h, count = _rows(hulls, rising), cls.count[rising]
+    h, count = hulls.rows(rising), cls.count[rising]
     J = cls.gain.shape[1]
     t_max = float(h.top_level.min())
     slopes = np.column_stack([segment_slope(h, np.full(count.size, k)) for k in range(J)])

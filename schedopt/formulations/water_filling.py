@@ -62,7 +62,7 @@ from schedopt.errors import PolicyError
 from schedopt.formulations import gavel
 from schedopt.formulations.blocks import Outcome, column, per_job_rows, solve_allocation_lp
 from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.formulations.level_hull import Hulls, build_hulls, cost_on, segment_of
+from schedopt.formulations.level_hull import build_hulls, cost_on, segment_of
 from schedopt.formulations.levels import LevelProblem, max_level
 
 DECOMPOSITION = gavel.DECOMPOSITION
@@ -420,9 +420,9 @@ def price_bound_of(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, rising
         hulls = build_hulls(a, gpus[:, None] * prices[None, :])
         spare = prices @ capacity
         if f.size:
-            frozen = _rows(hulls, f)
+            frozen = hulls.rows(f)
             spare -= cost_on(frozen, segment_of(frozen, level[f]), level[f]).sum()
-        mine = _rows(hulls, r)
+        mine = hulls.rows(r)
 
         def slack(tau: float, k: int) -> float:
             """On piece k (jobs with cap < caps[k] pinned; k = caps.size: all)."""
@@ -460,10 +460,6 @@ def price_bound_of(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, rising
         root = below + s_below * (points[first] - below) / (s_below - s_above)
         return root * (1 + 1e-9) + 1e-300
     return bound
-
-
-def _rows(hulls: Hulls, keep: np.ndarray) -> Hulls:
-    return Hulls(hulls.level[keep], hulls.cost[keep], hulls.vertex_type[keep], hulls.top[keep])
 
 
 def _distinct(values: np.ndarray, tol: float = 1e-7) -> int:

@@ -41,6 +41,7 @@ def whole_lp(problem: LevelProblem) -> float:
 
 
 def random_problem(rng, M, J, frozen=False):
+    """With `frozen`, 30% of the jobs frozen at a floor and every rising job with an offset."""
     gain = rng.uniform(0.1, 3.0, (M, J)) * (rng.random((M, J)) > 0.2)
     gain[gain.sum(axis=1) == 0, 0] = 1.0
     gpus = rng.choice([1.0, 1.0, 2.0, 4.0], M)
@@ -59,7 +60,8 @@ def check_feasible(problem: LevelProblem, solution):
     assert (X.sum(axis=1) <= 1 + 1e-12).all()
     assert (problem.gpus @ X <= problem.capacity * (1 + 1e-12)).all()
     level = np.einsum("mj,mj->m", problem.gain, X)
-    assert level[problem.rising].min() == pytest.approx(solution.level, rel=1e-12)
+    above = level - problem.targets_floor  # a rising job's floor is its offset
+    assert above[problem.rising].min() == pytest.approx(solution.level, rel=1e-12)
     frozen = ~problem.rising
     assert (level[frozen] >= problem.targets_floor[frozen] * (1 - 1e-7)).all()
 
@@ -169,6 +171,9 @@ def test_bad_problems_are_reported():
         max_level(LevelProblem(gain, np.ones(2), np.ones(2)))
     with pytest.raises(PolicyError, match="no job rises"):
         max_level(LevelProblem(np.ones((2, 2)), np.ones(2), np.ones(2), np.zeros(2, bool)))
+    with pytest.raises(PolicyError, match="floors must be >= 0"):
+        max_level(LevelProblem(np.ones((2, 2)), np.ones(2), np.ones(2), None,
+                               np.array([-1.0, 0.0])))
     with pytest.raises(PolicyError, match="floor is above"):
         max_level(LevelProblem(np.ones((2, 2)), np.ones(2), np.ones(2),
                                np.array([True, False]), np.array([0.0, 5.0])))

@@ -2,14 +2,14 @@
 
 The problem (`LevelProblem`) behind max-min fairness, makespan and every water-filling step:
 
-    max t   s.t.  gain[m] @ X[m] >= t          for rising jobs,
-                  gain[m] @ X[m] >= floor[m]   for frozen jobs,
-                  sum_j X[m,j] <= 1,   sum_m gpus[m] X[m,j] <= capacity[j],   X >= 0.
+    max t >= 0  s.t.  gain[m] @ X[m] >= floor[m] + t   for rising jobs,
+                      gain[m] @ X[m] >= floor[m]       for frozen jobs,
+                      sum_j X[m,j] <= 1,   sum_m gpus[m] X[m,j] <= capacity[j],   X >= 0.
 
 Jobs meet only in the J capacity rows. At GPU prices p every job's cheapest way to reach a
 level has a closed form (`level_hull`), which gives for any p >= 0 the Lagrangian bound
 
-    t* <= c @ p + max_t [ t - sum_rising h_m(t; p) ] - sum_frozen h_m(floor_m; p).
+    t* <= c @ p + max_{t>=0} [ t - sum_rising h_m(floor_m + t; p) ] - sum_frozen h_m(floor_m; p).
 
 The solver: jobs with identical rows are merged into classes (exact: averaging identical jobs'
 rows keeps every constraint). Prices come from the same problem over a random tenth of the jobs
@@ -55,8 +55,9 @@ class LevelProblem:
     """gain: (M, J) level per unit of time on each GPU type (0 = cannot run there, which the
     caller decides, e.g. also where a type has fewer GPUs than the job needs);
     gpus: (M,) GPUs a job holds while it runs; capacity: (J,) GPUs per type;
-    rises: (M,) bool, jobs whose level is the maximized t (default all);
-    floor: (M,) level a frozen job must keep (ignored for rising jobs; default 0)."""
+    rises: (M,) bool, jobs whose level rises with the maximized t (default all);
+    floor: (M,) >= 0, the level a frozen job must keep, and a rising job's offset: it must
+    reach floor + t (default 0)."""
 
     gain: np.ndarray
     gpus: np.ndarray
@@ -70,9 +71,7 @@ class LevelProblem:
 
     @property
     def targets_floor(self) -> np.ndarray:
-        M = self.gain.shape[0]
-        floor = np.zeros(M) if self.floor is None else self.floor
-        return np.where(self.rising, 0.0, floor)
+        return np.zeros(self.gain.shape[0]) if self.floor is None else self.floor
 
 
 @dataclass
@@ -129,9 +128,11 @@ def _validate(problem: LevelProblem) -> None:
         raise PolicyError("level problem: no job rises, so the level is unbounded")
     if not (gain > 0).any(axis=1).all():
         raise PolicyError("level problem: some job can run on no GPU type")
-    too_high = ~problem.rising & (problem.targets_floor > np.max(gain, axis=1))
-    if too_high.any():
-        raise PolicyError("level problem: a frozen job's floor is above its highest level")
+    floor = problem.targets_floor
+    if not (floor >= 0).all():
+        raise PolicyError("level problem: floors must be >= 0")
+    if (floor > np.max(gain, axis=1)).any():
+        raise PolicyError("level problem: a job's floor is above its highest level")
 
 
 # ---------------------------------------------------------------- the restricted LP
@@ -150,19 +151,22 @@ class _Fixed:
     t_high: float
 
 
+def _targets(cls: _Classes, t: float) -> np.ndarray:
+    """Each class's level at t: floor + t (rising) or floor (frozen)."""
+    return cls.floor + cls.rises * t
+
+
 def _fix(cls: _Classes, hulls: Hulls, free: np.ndarray, t: float) -> _Fixed:
     """Every class on its cheapest segment at level t (rising) or its floor (frozen)."""
-    target = np.where(cls.rises, t, cls.floor)
-    segment = segment_of(hulls, target)
+    segment = segment_of(hulls, _targets(cls, t))
     X0, X1 = affine_allocation(hulls, segment, cls.gain.shape[1])
-    frozen = ~cls.rises
-    X0[frozen] += X1[frozen] * cls.floor[frozen, None]
-    X1[frozen] = 0.0
+    X0 += X1 * cls.floor[:, None]          # allocations in t, not in the job's own level
+    X1[~cls.rises] = 0.0
     rows = np.arange(segment.size)
     low, high = hulls.level[rows, segment], hulls.level[rows, segment + 1]
     pinned = ~free & cls.rises
-    t_low = float(low[pinned].max()) if pinned.any() else 0.0
-    t_high = float(high[pinned].min()) if pinned.any() else np.inf
+    t_low = float((low - cls.floor)[pinned].max(initial=0.0))
+    t_high = float((high - cls.floor)[pinned].min(initial=np.inf))
     return _Fixed(~free, X0, X1, low, high, t_low, t_high)
 
 
@@ -196,7 +200,7 @@ def _restricted_lp(cls: _Classes, capacity: np.ndarray, free: np.ndarray, fixed:
     lp = LinearProgram(
         c=np.concatenate([np.zeros(n), [1.0]]),
         A=sp.vstack([level_rows, time_rows, capacity_rows], format="csr"),
-        row_lower=np.concatenate([cls.floor[idx] * (1 - rises) * level_scale,
+        row_lower=np.concatenate([cls.floor[idx] * level_scale,
                                   np.full(F + J, -np.inf)]),
         row_upper=np.concatenate([np.full(F, np.inf), np.ones(F),
                                   (capacity - intercept) * cap_scale]),
@@ -229,21 +233,25 @@ def _clip_into_constraints(cls: _Classes, capacity: np.ndarray, X: np.ndarray) -
 def lagrangian_bound(cls: _Classes, capacity: np.ndarray, prices: np.ndarray,
                      hulls: Hulls) -> float:
     """The upper bound on t* at prices p >= 0 (module docstring), maximizing the concave
-    t - sum_rising count_m h_m(t) over t exactly: its slope falls at the rising classes'
-    hull vertices, so t* is the vertex where the summed hull slope first reaches 1."""
+    t - sum_rising count_m h_m(floor_m + t) over t >= 0 exactly: its slope falls at the rising
+    classes' hull vertices, so t* is the vertex where the summed hull slope first reaches 1."""
     rising = cls.rises
     frozen = hulls.rows(~rising)
     floor = cls.floor[~rising]
     frozen_cost = cls.count[~rising] @ cost_on(frozen, segment_of(frozen, floor), floor)
-    h, count = hulls.rows(rising), cls.count[rising]
+    h, count, offset = hulls.rows(rising), cls.count[rising], cls.floor[rising]
     J = cls.gain.shape[1]
-    t_max = float(h.top_level.min())
+    t_max = float((h.top_level - offset).min())
     slopes = np.column_stack([segment_slope(h, np.full(count.size, k)) for k in range(J)])
+    # the summed slope just above t = 0 (each job at its offset), then its rise at every
+    # later vertex
+    start = np.minimum((h.level[:, 1:J + 1] <= offset[:, None]).sum(axis=1), J - 1)
     steps = np.diff(slopes, axis=1) * count[:, None]
-    at = h.level[:, 1:J]
-    keep = (steps > 0) & (at < t_max)
+    at = h.level[:, 1:J] - offset[:, None]
+    keep = (steps > 0) & (at > 0) & (at < t_max)
     order = np.argsort(at[keep], kind="stable")
-    reached = count @ slopes[:, 0] + np.concatenate([[0.0], np.cumsum(steps[keep][order])])
+    reached = count @ slopes[np.arange(count.size), start] + np.concatenate(
+        [[0.0], np.cumsum(steps[keep][order])])
     first = int(np.searchsorted(reached, 1.0))
     if first == 0:
         t_star = 0.0
@@ -251,7 +259,7 @@ def lagrangian_bound(cls: _Classes, capacity: np.ndarray, prices: np.ndarray,
         t_star = float(at[keep][order][first - 1])
     else:
         t_star = t_max
-    target = np.full(count.size, t_star)
+    target = offset + t_star
     value = t_star - count @ cost_on(h, segment_of(h, target), target)
     return float(prices @ capacity - frozen_cost + value)
 
@@ -261,7 +269,7 @@ def _near_ties(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, t: float,
     """Classes whose cheapest way to their target could change under a relative price or
     level error of `margin`: another type's reduced cost within the margin, or the target
     within the margin of its segment's ends."""
-    target = np.where(cls.rises, t, cls.floor)
+    target = _targets(cls, t)
     segment = segment_of(hulls, target)
     rows = np.arange(segment.size)
     low, high = hulls.level[rows, segment], hulls.level[rows, segment + 1]
@@ -280,13 +288,13 @@ def _violators(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, fixed: _Fixed
                t: float) -> np.ndarray:
     """Fixed classes no longer on a cheapest segment at the new prices (hulls), or sitting at
     an end of their segment's range (where the restricted LP's bound on t may have held)."""
-    target = np.where(cls.rises, t, cls.floor)
+    target = _targets(cls, t)
     best = cost_on(hulls, segment_of(hulls, target), target)
-    X = fixed.X0 + fixed.X1 * np.where(cls.rises, t, 0.0)[:, None]
+    X = fixed.X0 + fixed.X1 * t
     paid = (unit_cost * X).sum(axis=1)
     dearer = paid - best > 1e-7 * np.maximum(paid, 1e-300) + 1e-13 * max(paid.max(), 1e-300)
-    at_end = cls.rises & ((fixed.high <= t * (1 + 1e-9)) |
-                          ((fixed.low > 0) & (fixed.low >= t * (1 - 1e-9))))
+    at_end = cls.rises & ((fixed.high <= target * (1 + 1e-9)) |
+                          ((fixed.low > 0) & (fixed.low >= target * (1 - 1e-9))))
     return fixed.mask & (dearer | at_end)
 
 
@@ -324,13 +332,13 @@ def _capped_by_their_own_time(cls: _Classes, capacity: np.ndarray) -> LevelSolut
     when it does not fit (then prices matter)."""
     best = np.argmax(cls.gain, axis=1)
     top = cls.gain[np.arange(best.size), best]
-    t = float(top[cls.rises].min())
-    time_on_best = np.where(cls.rises, t, cls.floor) / top
+    t = float((top - cls.floor)[cls.rises].min())
+    time_on_best = _targets(cls, t) / top
     X = np.zeros_like(cls.gain)
     X[np.arange(best.size), best] = time_on_best
     if ((cls.count * cls.gpus) @ X > capacity).any():
         return None
-    bottleneck = cls.rises & (top <= t)
+    bottleneck = cls.rises & (top - cls.floor <= t)
     marginal = np.where(bottleneck, 1.0 / (cls.count * bottleneck).sum(), 0.0)
     return LevelSolution(X, t, t, np.zeros(capacity.size), marginal, Status.OPTIMAL, 0.0,
                          {"rounds": 0, "classes": cls.count.size, "free_classes": 0})
@@ -365,15 +373,15 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
             free |= _near_ties(cls, hulls, unit, t, margin)
             continue
         new_t, X_free, new_prices, class_duals = solved
-        X = fixed.X0 + fixed.X1 * np.where(cls.rises, new_t, 0.0)[:, None]
+        X = fixed.X0 + fixed.X1 * new_t
         X[free] = X_free
         X = _clip_into_constraints(cls, capacity, X)
-        level = float(np.einsum("kj,kj->k", cls.gain, X)[cls.rises].min())
+        level = float((np.einsum("kj,kj->k", cls.gain, X) - cls.floor)[cls.rises].min())
         new_unit = cls.gpus[:, None] * new_prices[None, :]
         new_hulls = build_hulls(cls.gain, new_unit)
         bound = lagrangian_bound(cls, capacity, new_prices, new_hulls)
         marginal = segment_slope(new_hulls,
-                                 segment_of(new_hulls, np.where(cls.rises, new_t, cls.floor)))
+                                 segment_of(new_hulls, _targets(cls, new_t)))
         marginal[free] = class_duals / cls.count[free]
         done = bound - level <= gap * max(abs(bound), 1e-300)
         if best is None or bound - level < best.bound - best.level:

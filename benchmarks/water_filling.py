@@ -98,7 +98,7 @@ def reference_table(args) -> None:
 
 def users_table(args) -> None:
     print()
-    print("| jobs | users | hierarchical_water_filling s (highs-ipm) | distinct water levels | "
+    print("| jobs | users | hierarchical_water_filling s (decomposition) | distinct water levels | "
           "solves | stages | --solver clarabel s | its max level difference |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for jobs in args.users_jobs:

@@ -109,12 +109,13 @@ _POLICIES = [
            "each user's jobs by job weight (Gavel's multi-level fairness).",
            "first water level: min over jobs of s*throughput/equal-share throughput divided by "
            "(user weight * job weight / user's total job weight) (dimensionless)",
-           water_filling.hierarchical_water_filling, solver="highs-ipm",
+           water_filling.hierarchical_water_filling, solver=water_filling.DECOMPOSITION,
            evaluate=water_filling.hierarchical_objective),
     Policy("hierarchical_water_filling_agnostic", "Hierarchical water filling of time shares, "
            "blind to GPU speed.", "first water level, as hierarchical_water_filling's with "
            "s*(time share) (dimensionless)", water_filling.hierarchical_water_filling,
-           {"agnostic": True}, solver="highs-ipm", evaluate=water_filling.hierarchical_objective),
+           {"agnostic": True}, solver=water_filling.DECOMPOSITION,
+           evaluate=water_filling.hierarchical_objective),
 ]
 
 POLICIES: dict[str, Policy] = {p.name: p for p in _POLICIES}

@@ -41,7 +41,8 @@ def whole_lp(problem: LevelProblem) -> float:
 
 
 def random_problem(rng, M, J, frozen=False):
-    """With `frozen`, 30% of the jobs frozen at a floor and every rising job with an offset."""
+    """With `frozen`, 30% of the jobs frozen at a floor and every rising job with an offset
+    (negative for some: they need nothing until t passes it)."""
     gain = rng.uniform(0.1, 3.0, (M, J)) * (rng.random((M, J)) > 0.2)
     gain[gain.sum(axis=1) == 0, 0] = 1.0
     gpus = rng.choice([1.0, 1.0, 2.0, 4.0], M)
@@ -51,6 +52,7 @@ def random_problem(rng, M, J, frozen=False):
         rises = rng.random(M) < 0.7
         rises[0] = True
         floor = rng.uniform(0, 0.3, M) * gain.max(axis=1)
+        floor[rises] -= rng.uniform(0, 0.4, rises.sum()) * gain.max(axis=1)[rises]
     return LevelProblem(gain, gpus, capacity, rises, floor)
 
 
@@ -172,8 +174,8 @@ def test_bad_problems_are_reported():
     with pytest.raises(PolicyError, match="no job rises"):
         max_level(LevelProblem(np.ones((2, 2)), np.ones(2), np.ones(2), np.zeros(2, bool)))
     with pytest.raises(PolicyError, match="floors must be >= 0"):
-        max_level(LevelProblem(np.ones((2, 2)), np.ones(2), np.ones(2), None,
-                               np.array([-1.0, 0.0])))
+        max_level(LevelProblem(np.ones((2, 2)), np.ones(2), np.ones(2), np.array([True, False]),
+                               np.array([0.0, -1.0])))
     with pytest.raises(PolicyError, match="floor is above"):
         max_level(LevelProblem(np.ones((2, 2)), np.ones(2), np.ones(2),
                                np.array([True, False]), np.array([0.0, 5.0])))

@@ -19,7 +19,7 @@ from water_filling_reference import (
 from schedopt.api import solve
 from schedopt.backends import Status
 from schedopt.cli.main import main
-from schedopt.errors import InstanceError, PolicyError
+from schedopt.errors import InstanceError
 from schedopt.formulations import gavel
 from schedopt.formulations.inputs import ThroughputProblem
 from schedopt.formulations.water_filling import (
@@ -244,10 +244,15 @@ def test_hierarchical_batches_caps_and_sibling_rate_changes():
     ref.assert_base_constraints(problem, outcome.allocation, tol=1e-9)
 
 
-def test_hierarchical_refuses_the_decomposition_solver():
-    problem = one_type([1], [1], 1, None, None)
-    with pytest.raises(PolicyError, match="backend"):
-        hierarchical_water_filling(problem, solver="decomposition")
+@pytest.mark.parametrize("seed", range(8))
+def test_hierarchical_by_decomposition_equals_whole_lps_per_stage(seed):
+    """Hierarchical stages carry per-job offsets (some negative); the decomposition takes them."""
+    problem, agnostic = random_problem(seed, users=True)
+    ours = hierarchical_water_filling(problem, agnostic=agnostic)
+    lps = hierarchical_water_filling(problem, solver="highs", agnostic=agnostic)
+    assert ours.solver == "decomposition"
+    assert_same_levels(np.array(list(ours.details["job_levels"].values())),
+                       np.array(list(lps.details["job_levels"].values())))
 
 
 # ------------------------------------------------------------------ instance, policies, CLI

@@ -56,8 +56,9 @@ class LevelProblem:
     caller decides, e.g. also where a type has fewer GPUs than the job needs);
     gpus: (M,) GPUs a job holds while it runs; capacity: (J,) GPUs per type;
     rises: (M,) bool, jobs whose level rises with the maximized t (default all);
-    floor: (M,) >= 0, the level a frozen job must keep, and a rising job's offset: it must
-    reach floor + t (default 0)."""
+    floor: (M,) the level a frozen job must keep (>= 0), and a rising job's offset: it must
+    reach floor + t (default 0; a negative offset means the job needs nothing until
+    t = -offset)."""
 
     gain: np.ndarray
     gpus: np.ndarray
@@ -129,8 +130,8 @@ def _validate(problem: LevelProblem) -> None:
     if not (gain > 0).any(axis=1).all():
         raise PolicyError("level problem: some job can run on no GPU type")
     floor = problem.targets_floor
-    if not (floor >= 0).all():
-        raise PolicyError("level problem: floors must be >= 0")
+    if not (floor[~problem.rising] >= 0).all():
+        raise PolicyError("level problem: frozen jobs' floors must be >= 0")
     if (floor > np.max(gain, axis=1)).any():
         raise PolicyError("level problem: a job's floor is above its highest level")
 
@@ -158,12 +159,16 @@ def _targets(cls: _Classes, t: float) -> np.ndarray:
 
 def _fix(cls: _Classes, hulls: Hulls, free: np.ndarray, t: float) -> _Fixed:
     """Every class on its cheapest segment at level t (rising) or its floor (frozen)."""
-    segment = segment_of(hulls, _targets(cls, t))
+    target = _targets(cls, t)
+    segment = segment_of(hulls, target)
     X0, X1 = affine_allocation(hulls, segment, cls.gain.shape[1])
     X0 += X1 * cls.floor[:, None]          # allocations in t, not in the job's own level
     X1[~cls.rises] = 0.0
+    idle = target <= 0                     # needs nothing (yet): X = 0 up to level 0
+    X0[idle], X1[idle] = 0.0, 0.0
     rows = np.arange(segment.size)
-    low, high = hulls.level[rows, segment], hulls.level[rows, segment + 1]
+    low = np.where(idle, -np.inf, hulls.level[rows, segment])
+    high = np.where(idle, 0.0, hulls.level[rows, segment + 1])
     pinned = ~free & cls.rises
     t_low = float((low - cls.floor)[pinned].max(initial=0.0))
     t_high = float((high - cls.floor)[pinned].min(initial=np.inf))
@@ -245,22 +250,26 @@ def lagrangian_bound(cls: _Classes, capacity: np.ndarray, prices: np.ndarray,
     slopes = np.column_stack([segment_slope(h, np.full(count.size, k)) for k in range(J)])
     # the summed slope just above t = 0 (each job at its offset), then its rise at every
     # later vertex
+    # (a job with a negative offset pays nothing until t = -offset, then its first slope)
+    idle = offset < 0
     start = np.minimum((h.level[:, 1:J + 1] <= offset[:, None]).sum(axis=1), J - 1)
-    steps = np.diff(slopes, axis=1) * count[:, None]
-    at = h.level[:, 1:J] - offset[:, None]
+    steps = np.column_stack([np.where(idle, slopes[:, 0], 0.0), np.diff(slopes, axis=1)])
+    steps *= count[:, None]
+    at = np.column_stack([-offset, h.level[:, 1:J] - offset[:, None]])
     keep = (steps > 0) & (at > 0) & (at < t_max)
-    order = np.argsort(at[keep], kind="stable")
-    reached = count @ slopes[np.arange(count.size), start] + np.concatenate(
-        [[0.0], np.cumsum(steps[keep][order])])
+    at, steps = at[keep], steps[keep]
+    order = np.argsort(at, kind="stable")
+    first_slope = np.where(idle, 0.0, slopes[np.arange(count.size), start])
+    reached = count @ first_slope + np.concatenate([[0.0], np.cumsum(steps[order])])
     first = int(np.searchsorted(reached, 1.0))
     if first == 0:
         t_star = 0.0
     elif first <= order.size:
-        t_star = float(at[keep][order][first - 1])
+        t_star = float(at[order][first - 1])
     else:
         t_star = t_max
-    target = offset + t_star
-    value = t_star - count @ cost_on(h, segment_of(h, target), target)
+    needed = np.maximum(offset + t_star, 0.0)
+    value = t_star - count @ cost_on(h, segment_of(h, needed), needed)
     return float(prices @ capacity - frozen_cost + value)
 
 
@@ -270,6 +279,7 @@ def _near_ties(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, t: float,
     level error of `margin`: another type's reduced cost within the margin, or the target
     within the margin of its segment's ends."""
     target = _targets(cls, t)
+    idle = target <= 0
     segment = segment_of(hulls, target)
     rows = np.arange(segment.size)
     low, high = hulls.level[rows, segment], hulls.level[rows, segment + 1]
@@ -279,9 +289,11 @@ def _near_ties(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, t: float,
     scale = unit_cost + time_price[:, None] + 1e-300
     close = ((cls.gain > 0) & (reduced <= margin * scale)).sum(axis=1)
     basic = np.where(segment == 0, 1, 2)
-    reach = max(margin, LEVEL_TIE) * target  # a sample's level is less certain than its prices
-    near_end = ((high - target) < reach) | ((segment > 0) & ((target - low) < reach))
-    return (close > basic) | (near_end & cls.rises)
+    # a sample's level is less certain than its prices
+    reach = max(margin, LEVEL_TIE) * np.maximum(np.abs(target), t)
+    near_end = (((high - target) < reach) | ((segment > 0) & ((target - low) < reach)) |
+                (idle & (-target < reach)))
+    return ((close > basic) & ~idle) | (near_end & cls.rises)
 
 
 def _violators(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, fixed: _Fixed,
@@ -289,7 +301,8 @@ def _violators(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, fixed: _Fixed
     """Fixed classes no longer on a cheapest segment at the new prices (hulls), or sitting at
     an end of their segment's range (where the restricted LP's bound on t may have held)."""
     target = _targets(cls, t)
-    best = cost_on(hulls, segment_of(hulls, target), target)
+    needed = np.maximum(target, 0.0)
+    best = cost_on(hulls, segment_of(hulls, needed), needed)
     X = fixed.X0 + fixed.X1 * t
     paid = (unit_cost * X).sum(axis=1)
     dearer = paid - best > 1e-7 * np.maximum(paid, 1e-300) + 1e-13 * max(paid.max(), 1e-300)
@@ -333,7 +346,7 @@ def _capped_by_their_own_time(cls: _Classes, capacity: np.ndarray) -> LevelSolut
     best = np.argmax(cls.gain, axis=1)
     top = cls.gain[np.arange(best.size), best]
     t = float((top - cls.floor)[cls.rises].min())
-    time_on_best = _targets(cls, t) / top
+    time_on_best = np.maximum(_targets(cls, t), 0.0) / top
     X = np.zeros_like(cls.gain)
     X[np.arange(best.size), best] = time_on_best
     if ((cls.count * cls.gpus) @ X > capacity).any():
@@ -380,8 +393,9 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
         new_unit = cls.gpus[:, None] * new_prices[None, :]
         new_hulls = build_hulls(cls.gain, new_unit)
         bound = lagrangian_bound(cls, capacity, new_prices, new_hulls)
-        marginal = segment_slope(new_hulls,
-                                 segment_of(new_hulls, _targets(cls, new_t)))
+        new_target = _targets(cls, new_t)
+        marginal = np.where(new_target > 0, segment_slope(
+            new_hulls, segment_of(new_hulls, new_target)), 0.0)
         marginal[free] = class_duals / cls.count[free]
         done = bound - level <= gap * max(abs(bound), 1e-300)
         if best is None or bound - level < best.bound - best.level:

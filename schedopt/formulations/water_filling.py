@@ -103,7 +103,8 @@ def _reached(a, X, rising, base, rate) -> float:
 
 
 def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float = GAP) -> StageSolver:
-    """Stages solved by `levels.max_level` (base must be 0: gain a / rate for rising jobs).
+    """Stages solved by `levels.max_level`: a rising job's gain is a / rate and its offset
+    base / rate (a[m] @ X[m] >= base + rate C).
 
     A frozen job held at its top level with a single best type has one allocation (all of its
     time there): it leaves the level problem, its GPUs leave the capacity, unless that would
@@ -116,8 +117,6 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
     J = a.shape[1]
 
     def solve(rising, base, rate, floor, warm, hint):
-        if np.any(base[rising] != 0.0):
-            raise PolicyError("the decomposition solves stages without offsets only")
         fixed = ~rising & single & (floor >= top * (1 - 1e-12))
         left = capacity - np.bincount(best[fixed], weights=s[fixed], minlength=J)
         needs = np.max(np.where(a[~fixed] > 0, s[~fixed, None], 0.0), axis=0, initial=0.0)
@@ -128,8 +127,9 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
         if warm is not None and hint is not None and np.isfinite(hint):
             warm = dataclasses.replace(warm, level=float(hint))  # its prices, at this level
         try:
+            offset = base / np.where(rising, rate, 1.0)
             solution = max_level(LevelProblem(gain, s[keep], left, rising[keep],
-                                              np.where(rising, 0.0, floor)[keep]),
+                                              np.where(rising, offset, floor)[keep]),
                                  start=warm, gap=gap)
         except PolicyError:  # no solution: floors that cannot all be met
             return None
@@ -513,7 +513,7 @@ def water_filling(problem: ThroughputProblem, solver: str = DECOMPOSITION,
                    seconds, solver, _details(problem, filling, levels, filling.level))
 
 
-def hierarchical_water_filling(problem: ThroughputProblem, solver: str = "highs-ipm",
+def hierarchical_water_filling(problem: ThroughputProblem, solver: str = DECOMPOSITION,
                                options: SolveOptions = SolveOptions(),
                                agnostic: bool = False) -> Outcome:
     """Water filling among users by user weight, then among each user's jobs by job weight
@@ -522,15 +522,13 @@ def hierarchical_water_filling(problem: ThroughputProblem, solver: str = "highs-
     user_shares (named users' share / weight)."""
     if problem.num_jobs == 0:
         return _empty(problem, solver)
-    if solver == DECOMPOSITION:
-        raise PolicyError("hierarchical_water_filling solves each stage as one LP; pick a "
-                          "backend (e.g. --solver highs), not decomposition")
     problem.require_runnable()
     start = time.perf_counter()
     a = _unweighted(problem, agnostic)
     paths = user_paths(problem, a.max(axis=1))
-    filling = progressive_filling(a, problem.scale_factor, problem.capacity, paths,
-                                  lp_stages(problem, a, solver, options))
+    stages = (decomposition_stages(problem, a) if solver == DECOMPOSITION
+              else lp_stages(problem, a, solver, options))
+    filling = progressive_filling(a, problem.scale_factor, problem.capacity, paths, stages)
     seconds = time.perf_counter() - start
     if filling is None:
         return _failed(solver, seconds)

@@ -42,7 +42,7 @@ def _summary_rows(summary: dict) -> list[list[str]]:
 @click.option("--round-seconds", type=click.FloatRange(min=1), default=360.0, show_default=True,
               help="Round length in seconds.")
 @click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of gavel mode's GPU-type shuffle for agnostic policies.")
+              help="Seed of gavel mode's GPU-type shuffle for agnostic policies and of --perf-error.")
 @click.option("--solver", "-s", default=None, help="Solver backend (default: the policy's own).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary and per-job rows as JSON.")
 @click.option("--jobs-csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -53,14 +53,23 @@ def _summary_rows(summary: dict) -> list[list[str]]:
               help="Re-solve with POP in K parts (jobs keep their part between re-solves).")
 @click.option("--executor", type=click.Choice(["serial", "process", "ray"]), default="serial",
               show_default=True, help="With --pop: how the parts run.")
+@click.option("--perf-error", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0,
+              show_default=True, metavar="E",
+              help="The policy sees every throughput times a seeded log-normal factor with mean "
+                   "relative error E (0.1 = 10%); jobs still run at the true throughputs.")
+@click.option("--option", "-o", "policy_options", multiple=True, metavar="KEY=VALUE",
+              help="Policy option, repeatable (e.g. -o robust=0.2 for max_min_fairness).")
 def simulate_command(trace, policy, mode, round_seconds, seed, solver, as_json, jobs_csv, progress,
-                     partitions, executor):
+                     partitions, executor, perf_error, policy_options):
     """Replay TRACE (an instance whose jobs have arrival times and total_steps) under a policy
     and report JCT, makespan, finish-time fairness, deadline misses, utilization and cost."""
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
+    from schedopt.cli.main import parse_option
+
     config = make(round_seconds=round_seconds, seed=seed, solver=solver, partitions=partitions,
-                  executor=executor)
+                  executor=executor, perf_error=perf_error,
+                  policy_options=dict(parse_option(text) for text in policy_options))
     show_bar = sys.stderr.isatty() if progress is None else progress
     result = simulate(instance, policy, config, progress=show_bar)
     if jobs_csv is not None:

@@ -113,15 +113,24 @@ def _level_outcome(solution: LevelSolution, X: np.ndarray, objective: float,
 
 def max_min_fairness(problem: ThroughputProblem, solver: str = DECOMPOSITION,
                      options: SolveOptions = SolveOptions(), agnostic: bool = False,
-                     start: dict | None = None) -> Outcome:
+                     start: dict | None = None, robust: float = 0.0) -> Outcome:
     """Maximize min_m a[m] @ X[m] (see `normalized_throughput`); objective is that minimum.
 
     solver "decomposition" (the default) is `levels.max_level`: exact to a proven relative gap
     of 1e-6 at any scale; any backend name solves the whole LP with it instead. `start`: the
-    previous solve's `details` (GPU prices and level) to warm-start the decomposition from."""
+    previous solve's `details` (GPU prices and level) to warm-start the decomposition from.
+    robust = r > 0: maximize the level guaranteed for every true matrix in the box
+    [(1-r) T, (1+r) T] instead (`robust.robust_max_min_fairness`)."""
     if problem.num_jobs == 0:
         return _empty(problem, solver)
     problem.require_runnable()
+    if robust:
+        if agnostic:
+            raise PolicyError("robust applies to heterogeneity-aware max_min_fairness: the "
+                              "agnostic objective does not depend on the throughputs")
+        from schedopt.formulations.robust import robust_max_min_fairness
+        return robust_max_min_fairness(problem, robust,
+                                       "highs" if solver == DECOMPOSITION else solver, options)
     a = normalized_throughput(problem, agnostic) * problem.runnable
     if solver == DECOMPOSITION:
         solution, X = solve_levels(problem, a, start=start)
@@ -135,12 +144,19 @@ def max_min_fairness(problem: ThroughputProblem, solver: str = DECOMPOSITION,
     return _outcome(result, X, objective, result.bound, solver)
 
 
-def max_min_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False) -> float:
-    """min_m a[m] @ X[m], the max-min objective of any allocation X (dimensionless)."""
+def max_min_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False,
+                      robust: float = 0.0) -> float:
+    """min_m a[m] @ X[m], the max-min objective of any allocation X (dimensionless); with
+    robust = r > 0 its worst case over the box (`robust.worst_case_levels`)."""
     if problem.num_jobs == 0:
         return 0.0
+    if robust and not agnostic:
+        from schedopt.formulations.robust import worst_case_levels
+        return float(np.min(worst_case_levels(problem, X, robust)))
     a = normalized_throughput(problem, agnostic) * problem.runnable
     return float(np.min(np.einsum("mj,mj->m", a, X)))
+
+
 
 
 # ---------------------------------------------------------------- makespan
@@ -438,4 +454,3 @@ def total_throughput_objective(problem: ThroughputProblem, X: np.ndarray) -> flo
 def cost_objective(problem: ThroughputProblem, X: np.ndarray, **_) -> float:
     """`min_cost`'s objective, sum of T[m,j] X[m,j] / cost_j ((steps/s) per $/h), of any X."""
     return float(np.sum(problem.throughput * problem.runnable * X / problem.cost_per_hour))
-

@@ -25,7 +25,11 @@ class SimulationConfig:
     throughput where the instance gives one (Gavel ignores that table). seed: gavel mode's
     GPU-type shuffle for agnostic policies. solver / time_limit / policy_options: passed to
     `schedopt.solve` at every re-solve. partitions / executor: solve with POP (`schedopt.pop`)
-    in that many parts, jobs kept in their part from one re-solve to the next (sticky)."""
+    in that many parts, jobs kept in their part from one re-solve to the next (sticky).
+    perf_error: mean relative error of the throughput matrix the policy sees (0.1 = 10%): each
+    T[n,j] is multiplied by a log-normal factor exp(sigma Z), Z ~ N(0, 1), with sigma such that
+    E|factor - 1| = perf_error, drawn once per (job, GPU type) from `seed` (a stable
+    misestimate); jobs still progress at the true throughputs (`misestimate`)."""
 
     mode: str = "default"
     round_seconds: float = 360.0
@@ -38,10 +42,14 @@ class SimulationConfig:
     policy_options: dict = field(default_factory=dict)
     partitions: int | None = None
     executor: str = "serial"
+    perf_error: float = 0.0
 
     def __post_init__(self):
         if self.mode not in ("default", "gavel"):
             raise SchedoptError(f"simulation mode must be 'default' or 'gavel', got {self.mode!r}")
+        if not 0.0 <= self.perf_error < 1.0:
+            raise SchedoptError(f"perf_error is a mean relative error in [0, 1), "
+                                f"got {self.perf_error}")
 
     @classmethod
     def gavel_compatible(cls, **changes) -> "SimulationConfig":
@@ -63,10 +71,33 @@ class SimulationResult:
     config: SimulationConfig
 
 
-class TraceArrays:
-    """The trace as arrays over all N jobs (index n, in trace order)."""
+def lognormal_sigma(perf_error: float) -> float:
+    """sigma with E|exp(sigma Z) - 1| = perf_error for Z ~ N(0, 1); that mean is
+    exp(sigma^2 / 2) erf(sigma / sqrt 2), increasing in sigma."""
+    if perf_error <= 0.0:
+        return 0.0
+    from scipy.optimize import brentq
+    from scipy.special import erf
 
-    def __init__(self, trace: Instance):
+    def excess(sigma):
+        return np.exp(sigma ** 2 / 2) * erf(sigma / np.sqrt(2.0)) - perf_error
+    return float(brentq(excess, 0.0, 10.0, xtol=1e-14))
+
+
+def misestimate(T: np.ndarray, perf_error: float, seed: int) -> np.ndarray:
+    """T times one seeded log-normal factor per entry, mean relative error `perf_error`
+    (zeros stay zero: a job that cannot run on a type is known not to)."""
+    if perf_error <= 0.0:
+        return T
+    rng = np.random.default_rng([seed, 0x9E77])  # its own stream, apart from `seed`'s other uses
+    return T * np.exp(lognormal_sigma(perf_error) * rng.standard_normal(T.shape))
+
+
+class TraceArrays:
+    """The trace as arrays over all N jobs (index n, in trace order). T: true steps/s, which
+    jobs progress at; seen: the matrix the policy is given (T misestimated by `perf_error`)."""
+
+    def __init__(self, trace: Instance, perf_error: float = 0.0, seed: int = 0):
         trace.require_total_steps("simulated")
         jobs = trace.jobs
         self.types = trace.cluster.type_names
@@ -82,14 +113,16 @@ class TraceArrays:
         spread = trace.performance.unconsolidated
         self.U = np.array([[spread.get(job.type, {}).get(t, job.throughput[t]) for t in self.types]
                            for job in jobs], dtype=float).reshape(self.T.shape)
+        self.seen = misestimate(self.T, perf_error, seed)
         gpu = trace.cluster.gpu_types
         self.cost = np.array([gpu[t].cost_per_hour or 0.0 for t in self.types])
 
     def problem(self, active: np.ndarray, capacity: np.ndarray, now: float, steps: np.ndarray,
                 isolated_time: np.ndarray) -> ThroughputProblem:
-        """The policy's inputs for the `active` jobs at time `now` (s)."""
+        """The policy's inputs for the `active` jobs at time `now` (s), with the throughputs
+        it sees (`seen`)."""
         return ThroughputProblem.from_arrays(
-            self.T[active], self.scale[active], self.weight[active], capacity,
+            self.seen[active], self.scale[active], self.weight[active], capacity,
             job_ids=self.ids[active], gpu_types=self.types, cost_per_hour=self.cost,
             remaining_steps=self.total[active] - steps[active],
             time_since_arrival=now - self.arrival[active], isolated_time=isolated_time[active],

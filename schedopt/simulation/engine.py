@@ -22,7 +22,7 @@ from schedopt.topology import Topology
 
 def run_default(trace: Instance, policy: str, config: SimulationConfig,
                 progress: bool = False) -> SimulationResult:
-    data = TraceArrays(trace)
+    data = TraceArrays(trace, config.perf_error, config.seed)
     topology = Topology.from_cluster(trace.cluster)
     N, J = data.T.shape
     capacity = topology.capacity

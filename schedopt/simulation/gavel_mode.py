@@ -47,7 +47,7 @@ def choose_jobs(order: list[int], priority: np.ndarray, deficit: np.ndarray, X: 
 def run_gavel(trace: Instance, policy: str, config: SimulationConfig,
               progress: bool = False) -> SimulationResult:
     name = resolve(policy)[0].name
-    data = TraceArrays(trace)
+    data = TraceArrays(trace, config.perf_error, config.seed)
     N, J = data.T.shape
     capacity = np.array([trace.cluster.gpu_types[t].count for t in data.types], dtype=float)
     half = config.round_seconds / 2.0

@@ -26,7 +26,7 @@ __all__ = ["allox_alpha_tradeoff", "completion_totals", "jct_cdf", "jct_vs_load"
 def jct_cdf(frames: dict[str, pd.DataFrame], ax=None):
     """Empirical CDF of job completion time (hours, log scale) per policy, from each policy's
     per-job frame (column `jct_s`, seconds). Returns the figure."""
-    fig, ax = _axes(ax)
+    fig, ax = figure_axes(ax)
     for policy, jobs in frames.items():
         hours = np.sort(jobs["jct_s"].to_numpy(dtype=float)) / 3600.0
         hours = hours[np.isfinite(hours)]
@@ -45,7 +45,7 @@ def jct_vs_load(sweep: pd.DataFrame, ax=None):
     """Average JCT (hours) against the input job rate (jobs/hour), one line with markers per
     policy, from `load_sweep`'s frame (columns rate_jobs_per_hour, policy, average_jct_s).
     Returns the figure."""
-    fig, ax = _axes(ax)
+    fig, ax = figure_axes(ax)
     _lines(ax, sweep, "rate_jobs_per_hour", "average_jct_s", "policy", 1 / 3600.0)
     ax.set_xlabel("Input job rate (jobs/hour)")
     ax.set_ylabel("Average JCT (hours)")
@@ -56,7 +56,7 @@ def slo_miss_vs_deadline(sweep: pd.DataFrame, ax=None):
     """SLO deadline-miss ratio against the deadline factor (deadline = factor x duration), one
     line per scheduler, from a frame with columns deadline_factor, scheduler, slo_miss_ratio
     (e.g. rows of `schedopt.simulation.lease_sim` summaries). Returns the figure."""
-    fig, ax = _axes(ax)
+    fig, ax = figure_axes(ax)
     _lines(ax, sweep, "deadline_factor", "slo_miss_ratio", "scheduler", 1.0)
     ax.set_xlabel("Deadline factor (deadline = factor x job duration)")
     ax.set_ylabel("SLO deadline-miss ratio")
@@ -83,7 +83,7 @@ def require_matplotlib() -> None:
         raise SchedoptError("plotting needs matplotlib: pip install 'schedopt[plot]'") from None
 
 
-def _axes(ax):
+def figure_axes(ax):
     """(figure, axes): `ax` and its figure, or a new figure on the Agg canvas."""
     if ax is not None:
         return ax.figure, ax
@@ -105,7 +105,7 @@ def allox_alpha_tradeoff(sweep: pd.DataFrame, fairness: str = "jain_share", ax=N
     if fairness not in sweep.columns:
         raise SchedoptError(f"the sweep has no column {fairness!r}; expected one of "
                             f"{', '.join(map(str, sweep.columns))}")
-    fig, ax = _axes(ax)
+    fig, ax = figure_axes(ax)
     rows = sweep.sort_values("alpha")
     jct_line, = ax.plot(rows["alpha"], rows["average_jct_s"], marker="o", color="C0",
                         label="average JCT")
@@ -129,7 +129,7 @@ def ps_completion_time(spec, workers=range(1, 17), ps=(1, 2, 4, 8), ax=None):
     time, with no communication at all (schedopt.formulations.smd_model). Returns the figure."""
     from schedopt.formulations.smd_model import completion_time_parts
 
-    fig, ax = _axes(ax)
+    fig, ax = figure_axes(ax)
     w = np.asarray(list(workers), dtype=float)
     markers = "osD^v<>ph*"
     for k, p in enumerate(ps):
@@ -149,7 +149,7 @@ def ps_completion_time(spec, workers=range(1, 17), ps=(1, 2, 4, 8), ax=None):
 def completion_totals(totals: dict[str, float], ax=None):
     """Sum of completion times (hours) per policy as labelled bars, from {policy: seconds}
     (e.g. each parameter-server policy's Result.objective). Returns the figure."""
-    fig, ax = _axes(ax)
+    fig, ax = figure_axes(ax)
     names = list(totals)
     hours = np.array([totals[n] for n in names], dtype=float) / 3600.0
     bars = ax.bar(names, hours, color=[f"C{i}" for i in range(len(names))])

@@ -16,6 +16,7 @@ from schedopt.cli.allox import allox_command
 from schedopt.cli.compare import compare_command, sweep_command
 from schedopt.cli.importers import import_group
 from schedopt.cli.leases import leases_command
+from schedopt.cli.perf import perf_group
 from schedopt.cli.simulate import place_command, simulate_command
 from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, validate_file
@@ -199,7 +200,7 @@ def demo(policy_names):
 
 
 for command in (import_group, simulate_command, place_command, compare_command, sweep_command,
-                allox_command, leases_command):
+                allox_command, leases_command, perf_group):
     main.add_command(command)
 
 

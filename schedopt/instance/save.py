@@ -95,12 +95,17 @@ def instance_to_dict(instance: Instance) -> dict:
 
 def save_instance(instance: Instance, path: str | os.PathLike) -> None:
     """Write `instance` to `path` as JSON (`.json`) or YAML (`.yaml`/`.yml`)."""
-    doc, suffix = instance_to_dict(instance), Path(path).suffix.lower()
+    write_document(instance_to_dict(instance), path)
+
+
+def write_document(doc: dict, path: str | os.PathLike, indent: int = 2) -> None:
+    """Write a document as JSON (`.json`) or YAML (`.yaml`/`.yml`), by the path's suffix."""
+    suffix = Path(path).suffix.lower()
     if suffix == ".json":
-        text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+        text = json.dumps(doc, indent=indent, allow_nan=False) + "\n"
     elif suffix in (".yaml", ".yml"):
         text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     else:
         message = f"unknown suffix {suffix!r}; expected .json, .yaml or .yml"
         raise InstanceError([Problem(str(path), "", message)])
-    Path(path).write_text(text)
+    Path(path).write_text(text, encoding="utf-8")

@@ -1,0 +1,281 @@
+"""`schedopt perf ...`: build a performance model, complete its missing entries, measure how
+well completion works. See docs/performance-models.md."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from schedopt.cli import render
+from schedopt.cli.importers import OneLineErrors
+from schedopt.errors import SchedoptError
+
+FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _numbers(text: str, what: str, kind=float) -> list:
+    try:
+        values = [kind(x) for x in text.replace(" ", ",").split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}", param_hint=what) from None
+    if not values:
+        raise click.BadParameter("expected at least one number", param_hint=what)
+    return values
+
+
+def _check_suffix(path: Path | None) -> None:
+    """Fail before any work when an output file's suffix names no format."""
+    if path is not None and path.suffix.lower() not in (".json", ".yaml", ".yml"):
+        raise SchedoptError(f"{path}: unknown suffix {path.suffix!r}; expected .json, .yaml or .yml")
+
+
+def _completion_options(f):
+    f = click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the validation splits, bootstrap draws and starting points.")(f)
+    f = click.option("--ensemble", type=click.IntRange(min=0), default=8, show_default=True,
+                     help="Bootstrap refits behind each filled entry's uncertainty (0: none).")(f)
+    f = click.option("--lambdas", default="1,0.3,0.1", show_default=True, metavar="L,...",
+                     help="Ridge weights tried by held-out validation.")(f)
+    return click.option("--ranks", default="2,4,6", show_default=True, metavar="K,...",
+                        help="Ranks of the low-rank term tried by held-out validation.")(f)
+
+
+def _complete_kwargs(ranks: str, lambdas: str, ensemble: int, seed: int) -> dict:
+    return {"ranks": _numbers(ranks, "--ranks", int), "lambdas": _numbers(lambdas, "--lambdas"),
+            "ensemble": ensemble, "seed": seed}
+
+
+@click.group("perf", cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+def perf_group():
+    """Performance models: the job types x configurations matrix of steps/s.
+
+    A configuration is a GPU type (a job alone on it) or a GPU type shared with a job of another
+    type (this job's steps/s in the pair). Build a model from measurements, fill the entries
+    nobody measured by low-rank matrix completion (with an uncertainty each), and measure how
+    accurate completion is by hiding measured entries. Models are files of format
+    schedopt-perf/1; `complete` also reads and writes instances, so a completed table can be
+    solved by every policy.
+    """
+
+
+@perf_group.command("build")
+@click.option("--gavel", type=FILE, default=None,
+              help="Gavel's simulation_throughputs.json (steps/s per job type, GPU type and pair).")
+@click.option("--pollux", type=FILE, default=None,
+              help="A Pollux placements CSV (placement,local_bsz,step_time,sync_time).")
+@click.option("--measurements", type=FILE, default=None,
+              help="A CSV of measurements in time order (job,gpu_type,steps_per_s[,partner]), "
+                   "averaged per cell as Gavel does online (EMA).")
+@click.option("--output", "-o", type=FILE, required=True,
+              help="Model file to write (.json, .yaml or .yml).")
+@click.option("--gpu-types", default=None, metavar="TYPE,...",
+              help="With --gavel: GPU types to keep (default v100,p100,k80). With "
+                   "--measurements: the GPU types (default: those the file names).")
+@click.option("--no-colocation", is_flag=True, help="With --gavel: leave out the pairs.")
+@click.option("--app", default=None,
+              help="With --pollux: application name (default: the file name before '-').")
+@click.option("--gpu-type", default="t4", show_default=True,
+              help="With --pollux: the GPU type the profiles were measured on.")
+@click.option("--by-placement", is_flag=True,
+              help="With --pollux: one configuration per placement (a batch size x placement "
+                   "matrix for study), instead of job types per replica count.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True), default=0.25, show_default=True,
+              help="With --measurements: weight of the newest measurement (Gavel: 0.25).")
+def build(gavel, pollux, measurements, output, gpu_types, no_colocation, app, gpu_type,
+          by_placement, alpha):
+    """Build a performance model from Gavel's throughput table, Pollux placement profiles or a
+    stream of measurements, and write it as a schedopt-perf/1 file.
+
+    \b
+    schedopt perf build --gavel simulation_throughputs.json -o gavel-model.json
+    schedopt perf build --pollux cifar10-placements.csv -o cifar10.json
+    schedopt perf build --measurements rounds.csv -o online.json
+    """
+    from schedopt.perf import (
+        gavel_model,
+        pollux_model,
+        pollux_placement_model,
+        write_model,
+    )
+
+    _check_suffix(output)
+    chosen = [x for x in (gavel, pollux, measurements) if x is not None]
+    if len(chosen) != 1:
+        raise SchedoptError("give exactly one of --gavel, --pollux, --measurements")
+    types = [t.strip() for t in gpu_types.split(",") if t.strip()] if gpu_types else None
+    if gavel is not None:
+        model = gavel_model(gavel, types, colocation=not no_colocation)
+    elif pollux is not None:
+        model = (pollux_placement_model if by_placement else pollux_model)(pollux, app, gpu_type)
+    else:
+        model = _replay(measurements, types, alpha)
+    write_model(model, output)
+    click.echo(f"wrote {output}: {model.summary()}", err=True)
+
+
+def _replay(path: Path, gpu_types, alpha: float):
+    """An OnlineEstimator fed the CSV's rows in order."""
+    import pandas as pd
+
+    from schedopt.perf import OnlineEstimator
+
+    try:
+        frame = pd.read_csv(path, dtype={"job": str, "gpu_type": str, "partner": str})
+    except (OSError, ValueError, pd.errors.ParserError) as e:
+        raise SchedoptError(f"{path}: cannot read a CSV: {e}") from None
+    lacking = [c for c in ("job", "gpu_type", "steps_per_s") if c not in frame.columns]
+    if lacking:
+        raise SchedoptError(f"{path}: expected columns job,gpu_type,steps_per_s[,partner]; "
+                            f"missing {', '.join(lacking)}")
+    estimator = OnlineEstimator(gpu_types or list(dict.fromkeys(frame["gpu_type"])), alpha)
+    values = pd.to_numeric(frame["steps_per_s"], errors="coerce").to_numpy(dtype=float)
+    partner = frame["partner"] if "partner" in frame.columns else pd.Series([None] * len(frame))
+    alone = partner.isna().to_numpy()
+    try:
+        if alone.all():
+            estimator.update_many(list(frame["job"]), list(frame["gpu_type"]), values)
+        else:
+            for job, gpu, x, other, solo in zip(frame["job"], frame["gpu_type"], values, partner, alone):
+                estimator.update(job, gpu, x, None if solo else other)
+    except SchedoptError as e:
+        raise SchedoptError(f"{path}: {e}") from None
+    return estimator.model(f"{path.name} (online EMA, alpha={alpha})")
+
+
+@perf_group.command("complete")
+@click.argument("source", type=FILE)
+@click.option("--output", "-o", type=FILE, default=None,
+              help="Write the completed model here (.json/.yaml/.yml): an instance when SOURCE is "
+                   "an instance (usable by every policy), else a schedopt-perf/1 model.")
+@click.option("--pairs/--no-pairs", default=True, show_default=True,
+              help="Fill co-location pairs nobody measured.")
+@click.option("--isolated/--no-isolated", default=True, show_default=True,
+              help="Fill GPU types a job type was never measured on.")
+@_completion_options
+@click.option("--json", "as_json", is_flag=True, help="Print the filled entries as JSON.")
+@click.option("--max-rows", type=click.IntRange(min=0), default=40, show_default=True,
+              help="Filled entries shown in the table (--json and -o always have all).")
+def complete_command(source, output, pairs, isolated, ranks, lambdas, ensemble, seed, as_json, max_rows):
+    """Fill the missing entries of SOURCE's performance model by low-rank matrix completion.
+
+    SOURCE: a schedopt instance, a schedopt-perf/1 model, or Gavel's throughput file. Measured
+    entries are kept; each filled entry gets steps/s and an uncertainty (sd of log steps/s, so
+    0.10 ~ +-10%). Gavel's table is missing 147 pair entries (pairs that did not share a GPU in
+    Gavel's runs, e.g. out of memory): completion predicts rates for them; use --no-pairs to
+    keep such pairs out.
+
+    \b
+    schedopt perf complete instances/colocation.json -o colocation-full.json
+    schedopt perf complete simulation_throughputs.json --no-isolated --json
+    """
+    from schedopt.perf import complete, read_model
+    from schedopt.perf.io import instance_with_model, write_model
+
+    _check_suffix(output)
+    model, instance_doc = read_model(source)
+    result = complete(model, pairs=pairs, isolated=isolated,
+                      **_complete_kwargs(ranks, lambdas, ensemble, seed))
+    if output is not None:
+        if instance_doc is not None:
+            from schedopt.instance import save_instance
+
+            try:
+                save_instance(instance_with_model(instance_doc, result.model, str(source)), output)
+            except OSError as e:
+                raise SchedoptError(f"{output}: cannot write: {e.strerror or e}") from None
+        else:
+            write_model(result.model, output)
+    entries = result.entries()
+    left = int(result.model.missing.sum())
+    if as_json:
+        doc = {"rank": result.rank, "lambda": result.lam, "filled": entries,
+               "still_missing": left, "heldout_rms_log_error": result.residual,
+               "validation": [{"rank": k, "lambda": lam, "mre": v}
+                              for (k, lam), v in result.validation.items()]}
+        click.echo(json.dumps(_finite(doc), indent=1, allow_nan=False))
+    else:
+        click.echo(f"{result.model.summary()}\nfilled {len(entries)} entries (rank {result.rank}, "
+                   f"lambda {result.lam:g}); {left} still missing")
+        rows = [[e["job_type"], e["gpu_type"], e["partner"] or "-", f"{e['steps_per_s']:.4g}",
+                 "-" if e["uncertainty"] is None else f"{100 * e['uncertainty']:.0f}%"]
+                for e in entries[:max_rows]]
+        if rows:
+            click.echo()
+            click.echo(render.table(["job type", "GPU type", "sharing with", "steps/s", "+-"], rows))
+        if len(entries) > max_rows:
+            click.echo(f"... {len(entries) - max_rows} more (use --max-rows, --json or -o)")
+    if output is not None:
+        click.echo(f"wrote {output}", err=True)
+
+
+def _finite(x):
+    """x with every NaN float (in dicts and lists) replaced by None, for JSON."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+@perf_group.command("study")
+@click.argument("source", type=FILE)
+@click.option("--fractions", default="0.1,0.3,0.5,0.7", show_default=True, metavar="F,...",
+              help="Fractions of the measured entries to hide, comma-separated.")
+@click.option("--target", type=click.Choice(["pairs", "isolated", "both"]), default="pairs",
+              show_default=True, help="Which entries to hide: co-location pairs (both sides of a "
+                                      "pair on one GPU type together) or isolated (GPU type) entries.")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Random draws of the hidden entries per fraction (seeds 0..N-1).")
+@_completion_options
+@click.option("--plot", type=FILE, default=None, help="Save the error-vs-fraction plot (PNG, SVG, PDF).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON row per completion.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar over completions (default: when stderr is a terminal).")
+def study(source, fractions, target, seeds, ranks, lambdas, ensemble, seed, plot, as_json, progress):
+    """Hide a fraction of SOURCE's measured entries, complete, and report the relative error
+    |estimate - measured| / measured of the hidden ones: mean (MRE), median, 90th percentile,
+    and how often the measurement lies within 2 uncertainties of the estimate. Means over the
+    seeds; "unfilled": hidden entries left missing (their whole row or column was hidden).
+
+    SOURCE: Gavel's throughput file, a schedopt-perf/1 model or an instance. Each run takes a
+    few seconds on Gavel's table (83 job types, 2,130 measured entries).
+
+    \b
+    schedopt perf study simulation_throughputs.json --fractions 0.1,0.3,0.5,0.7 --target pairs --seeds 3
+    """
+    from schedopt.perf import accuracy_study, read_model, summarize
+
+    fracs = _numbers(fractions, "--fractions")
+    if any(not 0 <= f <= 1 for f in fracs):
+        raise click.BadParameter("fractions must lie in [0, 1]", param_hint="--fractions")
+    model, _ = read_model(source)
+    targets = ("pairs", "isolated") if target == "both" else (target,)
+    kwargs = _complete_kwargs(ranks, lambdas, ensemble, seed)
+    kwargs.pop("seed")  # the study seeds each run itself
+    frame = accuracy_study(model, fracs, targets, seeds,
+                           progress=sys.stderr.isatty() if progress is None else progress, **kwargs)
+    if plot is not None:
+        from schedopt.perf import plot_study
+
+        fig = plot_study(frame, title=f"{model.name or source.name}: completion error")
+        try:
+            fig.savefig(plot, dpi=110)
+        except (OSError, ValueError) as e:
+            raise SchedoptError(f"{plot}: cannot write the plot: {e}") from None
+        click.echo(f"wrote {plot}", err=True)
+    if as_json:
+        records = frame.replace({np.nan: None}).to_dict(orient="records")
+        click.echo(json.dumps(records, indent=1, allow_nan=False))
+        return
+    summary = summarize(frame)
+    rows = [[r.target, f"{100 * r.fraction:.0f}%", f"{r.hidden:.0f}", f"{r.unfilled:.0f}",
+             f"{100 * r.mre:.1f}%", f"{100 * r.mre_min:.1f}-{100 * r.mre_max:.1f}%", f"{100 * r.median:.1f}%",
+             f"{100 * r.p90:.1f}%", "-" if math.isnan(r.coverage) else f"{100 * r.coverage:.0f}%"]
+            for r in summary.itertuples()]
+    click.echo(render.table(["target", "hidden", "entries", "unfilled", "MRE", "MRE range",
+                             "median", "p90", "within 2 sd"], rows))

@@ -1,0 +1,45 @@
+"""Performance models: build, complete and stress-test the throughput matrix.
+
+- `PerformanceModel` (model.py): job types x configurations (GPU types, and GPU type shared
+  with a partner job type) of steps/s, with a known-mask; to and from an instance's
+  `performance` section.
+- builders.py: `gavel_model` (Gavel's throughput file), `pollux_model` /
+  `pollux_placement_model` (Pollux per-placement profiles); online.py: `OnlineEstimator`
+  (Gavel's EMA of measured throughputs).
+- completion.py: `complete`, low-rank completion of missing cells with an uncertainty.
+- study.py: `accuracy_study`, hide measured cells, complete, compare; `plot_study`.
+- io.py: `read_model` / `write_model` (format schedopt-perf/1).
+
+See docs/performance-models.md.
+"""
+
+from schedopt.perf.builders import (
+    gavel_model,
+    pollux_model,
+    pollux_placement_model,
+    read_pollux_placements,
+)
+from schedopt.perf.completion import Completion, complete
+from schedopt.perf.io import PERF_FORMAT, read_model, write_model
+from schedopt.perf.model import PerformanceModel, model_from_arrays
+from schedopt.perf.online import OnlineEstimator
+from schedopt.perf.study import accuracy_study, hide_units, plot_study, summarize
+
+__all__ = [
+    "PERF_FORMAT",
+    "Completion",
+    "OnlineEstimator",
+    "PerformanceModel",
+    "accuracy_study",
+    "complete",
+    "gavel_model",
+    "hide_units",
+    "model_from_arrays",
+    "plot_study",
+    "pollux_model",
+    "pollux_placement_model",
+    "read_model",
+    "read_pollux_placements",
+    "summarize",
+    "write_model",
+]

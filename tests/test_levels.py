@@ -19,7 +19,7 @@ def whole_lp(problem: LevelProblem) -> float:
     gain, s, c = problem.gain, problem.gpus, problem.capacity
     M, J = gain.shape
     rises = problem.rising.astype(float)
-    floor = problem.targets_floor
+    floor = problem.floors
     cols = np.arange(M * J)
     job_of = cols // J
     level_rows = sp.csr_matrix((np.r_[gain.ravel(), -rises], (np.r_[job_of, np.arange(M)],
@@ -62,10 +62,10 @@ def check_feasible(problem: LevelProblem, solution):
     assert (X.sum(axis=1) <= 1 + 1e-12).all()
     assert (problem.gpus @ X <= problem.capacity * (1 + 1e-12)).all()
     level = np.einsum("mj,mj->m", problem.gain, X)
-    above = level - problem.targets_floor  # a rising job's floor is its offset
+    above = level - problem.floors  # a rising job's floor is its offset
     assert above[problem.rising].min() == pytest.approx(solution.level, rel=1e-12)
     frozen = ~problem.rising
-    assert (level[frozen] >= problem.targets_floor[frozen] * (1 - 1e-7)).all()
+    assert (level[frozen] >= problem.floors[frozen] * (1 - 1e-7)).all()
 
 
 @pytest.mark.parametrize("seed", range(25))

@@ -29,8 +29,8 @@ from schedopt.backends import SolveOptions, Status, solve_lp
 from schedopt.backends.base import LinearProgram
 from schedopt.errors import PolicyError
 from schedopt.formulations.blocks import (Outcome, allocation_bounds, base_rows, column,
-                                          effective_throughput, fill_leftover, per_job_rows, scale_rows,
-                                          solve_allocation_lp)
+                                          effective_throughput, fill_leftover, per_job_rows,
+                                          scale_rows, solve_allocation_lp)
 from schedopt.formulations.inputs import ThroughputProblem
 from schedopt.formulations.levels import LevelProblem, LevelSolution, max_level
 
@@ -134,13 +134,14 @@ def max_min_fairness(problem: ThroughputProblem, solver: str = DECOMPOSITION,
     a = normalized_throughput(problem, agnostic) * problem.runnable
     if solver == DECOMPOSITION:
         solution, X = solve_levels(problem, a, start=start)
-        return _level_outcome(solution, X, max_min_objective(problem, X, agnostic), solution.bound)
+        return _level_outcome(solution, X, float(np.min(np.einsum("mj,mj->m", a, X))),
+                              solution.bound)
     M, J = a.shape
     rows = per_job_rows(a, 1) - column(np.ones(M), M * J, M * J + 1)
     rows, lo, hi = scale_rows(rows, np.zeros(M), np.full(M, np.inf))
     lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf))
     result, X = solve_allocation_lp(problem, lp, solver, options)
-    objective = max_min_objective(problem, X, agnostic) if X is not None else None
+    objective = float(np.min(np.einsum("mj,mj->m", a, X))) if X is not None else None
     return _outcome(result, X, objective, result.bound, solver)
 
 

@@ -71,7 +71,7 @@ class LevelProblem:
         return np.ones(self.gain.shape[0], bool) if self.rises is None else self.rises
 
     @property
-    def targets_floor(self) -> np.ndarray:
+    def floors(self) -> np.ndarray:
         return np.zeros(self.gain.shape[0]) if self.floor is None else self.floor
 
 
@@ -110,14 +110,14 @@ class _Classes:
 
 
 def _classes(problem: LevelProblem) -> _Classes:
-    key = np.column_stack([problem.gain, problem.gpus, problem.rising, problem.targets_floor])
+    key = np.column_stack([problem.gain, problem.gpus, problem.rising, problem.floors])
     probe = key @ np.random.default_rng(7).uniform(1.0, 2.0, key.shape[1])
     _, first, of_job, count = np.unique(probe, return_index=True, return_inverse=True,
                                         return_counts=True)
     if not np.array_equal(key[first][of_job], key):  # a hash collision: keep every job apart
         first, of_job, count = np.arange(len(key)), np.arange(len(key)), np.ones(len(key), int)
     return _Classes(problem.gain[first], problem.gpus[first], problem.rising[first],
-                    problem.targets_floor[first], count.astype(float), of_job)
+                    problem.floors[first], count.astype(float), of_job)
 
 
 def _validate(problem: LevelProblem) -> None:
@@ -129,7 +129,7 @@ def _validate(problem: LevelProblem) -> None:
         raise PolicyError("level problem: no job rises, so the level is unbounded")
     if not (gain > 0).any(axis=1).all():
         raise PolicyError("level problem: some job can run on no GPU type")
-    floor = problem.targets_floor
+    floor = problem.floors
     if not (floor[~problem.rising] >= 0).all():
         raise PolicyError("level problem: frozen jobs' floors must be >= 0")
     if (floor > np.max(gain, axis=1)).any():
@@ -331,6 +331,11 @@ def _sample_prices(cls: _Classes, capacity: np.ndarray, solver: str, seed: int):
     return None if solved is None else (solved.level, solved.prices, margin)
 
 
+def _unit_cost(cls: _Classes, prices: np.ndarray) -> np.ndarray:
+    """(K, J) s_k p_j: what all of a class's time on each type costs at `prices`."""
+    return cls.gpus[:, None] * prices[None, :]
+
+
 def _guide(prices: np.ndarray) -> np.ndarray:
     """Prices for choosing fixed segments: a type the LP left free (price 0) gets a tiny price,
     so jobs still prefer the types where they are fastest instead of tying everywhere."""
@@ -371,7 +376,7 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
         t, prices, free, margin = 0.0, np.ones(capacity.size), np.ones(K, bool), TIE
     else:
         t, prices, margin = seeded
-    unit = cls.gpus[:, None] * _guide(prices)[None, :]
+    unit = _unit_cost(cls, _guide(prices))
     hulls = build_hulls(cls.gain, unit)
     if seeded is not None:
         free = _near_ties(cls, hulls, unit, t, margin)
@@ -390,7 +395,7 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
         X[free] = X_free
         X = _clip_into_constraints(cls, capacity, X)
         level = float((np.einsum("kj,kj->k", cls.gain, X) - cls.floor)[cls.rises].min())
-        new_unit = cls.gpus[:, None] * new_prices[None, :]
+        new_unit = _unit_cost(cls, new_prices)
         new_hulls = build_hulls(cls.gain, new_unit)
         bound = lagrangian_bound(cls, capacity, new_prices, new_hulls)
         new_target = _targets(cls, new_t)
@@ -410,7 +415,7 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
             # near-ties at the new prices (margin by how far the prices moved).
             shift = np.max(np.abs(new_prices - prices)) / max(new_prices.max(), 1e-300)
             t, prices = new_t, new_prices
-            unit = cls.gpus[:, None] * _guide(prices)[None, :]
+            unit = _unit_cost(cls, _guide(prices))
             hulls = new_hulls if np.array_equal(unit, new_unit) else build_hulls(cls.gain, unit)
             free |= changed | _near_ties(cls, hulls, unit, t, max(2 * shift, MIN_TIE))
         else:
@@ -436,11 +441,11 @@ def max_level(problem: LevelProblem, start: LevelSolution | Mapping | None = Non
     _validate(problem)
     capacity = np.asarray(problem.capacity, dtype=float)
     cls = _classes(problem)
-    if isinstance(start, Mapping):
-        start = LevelSolution(None, float(start["level"]), np.inf, np.asarray(start["prices"]),
-                              None, Status.FEASIBLE, 0.0)
-    seeded = None if start is None else (start.level, np.asarray(start.prices, dtype=float),
-                                         WARM_TIE)
+    seeded = None
+    if start is not None:
+        level, prices = ((start["level"], start["prices"]) if isinstance(start, Mapping)
+                         else (start.level, start.prices))
+        seeded = (float(level), np.asarray(prices, dtype=float), WARM_TIE)
     solved = _solve_classes(cls, capacity, seeded, gap, solver, max_rounds, seed)
     if solved is None:
         raise PolicyError("level problem: the LP over all jobs has no optimal solution")

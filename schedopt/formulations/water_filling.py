@@ -123,13 +123,13 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
         if not fixed.any() or np.any(left < np.maximum(needs, 1e-9 * capacity)):
             fixed, left = np.zeros_like(fixed), capacity
         keep = ~fixed
-        gain = np.where(rising[:, None], a / np.where(rising, rate, 1.0)[:, None], a)[keep]
+        divisor = np.where(rising, rate, 1.0)  # rising: a @ X >= base + rate C, over rate
+        gain = (a / divisor[:, None])[keep]
         if warm is not None and hint is not None and np.isfinite(hint):
             warm = dataclasses.replace(warm, level=float(hint))  # its prices, at this level
         try:
-            offset = base / np.where(rising, rate, 1.0)
             solution = max_level(LevelProblem(gain, s[keep], left, rising[keep],
-                                              np.where(rising, offset, floor)[keep]),
+                                              np.where(rising, base / divisor, floor)[keep]),
                                  start=warm, gap=gap)
         except PolicyError:  # no solution: floors that cannot all be met
             return None

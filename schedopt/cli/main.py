@@ -69,8 +69,9 @@ def main():
 @click.option("--policy", "-p", default="max_min_fairness", show_default=True,
               help="Policy name from `schedopt policies`, or a Gavel name as gavel:NAME.")
 @click.option("--solver", "-s", default=None,
-              help=f"Solver backend: {', '.join(BACKEND_NAMES)}. Default: the policy's own, "
-                   "picked by measurement (see `schedopt policies`).")
+              help=f"Solver backend: {', '.join(BACKEND_NAMES)}; or `decomposition` (max-min "
+                   "fairness, makespan, water filling: exact by GPU prices, docs/exact-max-min.md)."
+                   " Default: the policy's own, picked by measurement (see `schedopt policies`).")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per solver call. A solve stopped by it reports status 'feasible' "
                    "(a solution, with a bound where the solver gives one) or 'error' (none).")

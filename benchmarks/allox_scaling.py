@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from common import best_of
-from schedopt.formulations.allox import (allox_assignment, schedule_from_assignment, slot_costs,
+from schedopt.policies.allox.matching import (allox_assignment, schedule_from_assignment, slot_costs,
                                          slots)
 
 METHODS = ("scipy", "scipy-sparse", "ortools", "full")

@@ -2,7 +2,7 @@
 
 Run: python benchmarks/backend_defaults.py [--jobs 1000 10000] [--time-limit 60]
 Prints wall seconds per (policy, backend) and marks the fastest that reached optimality; the
-defaults in schedopt/policies.py follow this table (see benchmarks/README.md).
+defaults in schedopt/policies/catalog.py follow this table (see benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Jobs are admitted in index order while the latest-fit greedy still places them (
 admission keeps admitted jobs feasible); admitted jobs must get an option, the rest may.
 
 Instances: seeds 0..S-1 x sigma = +1/-1, each solved by `solve_lease_problem` (LP bound,
-rounding, restricted and full MILP; schedopt.formulations.chronus) with every MILP backend and
+rounding, restricted and full MILP; schedopt.policies.chronus.lease_milp) with every MILP backend and
 a 5 s limit for the whole solve. Trace: T successive lease boundaries of seed 0's pool (sigma
 +1) with the default solver; after each boundary lease 0 is over, so the jobs holding it need
 one lease fewer (finished ones leave), every horizon shrinks by one lease (options past it
@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from schedopt.formulations.chronus import (
+from schedopt.policies.chronus.lease_milp import (
     DEFAULT_SOLVER,
     LeaseProblem,
     latest_fit_greedy,

@@ -26,9 +26,9 @@ import numpy as np
 
 from common import best_of, gavel_like, random_problem
 from max_min_vs_cvxpy import gavel_style_cvxpy
-from schedopt.formulations import gavel
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.formulations.levels import LevelProblem, max_level
+from schedopt.policies.gavel import lp as gavel
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.gavel.levels import LevelProblem, max_level
 
 
 def contended(jobs: int, types: int = 3) -> ThroughputProblem:

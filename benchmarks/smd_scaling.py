@@ -25,10 +25,10 @@ import time
 
 from common import best_of
 from schedopt.backends import SolveOptions
-from schedopt.formulations.smd import smd
-from schedopt.formulations.smd_baselines import equal_split, optimus_greedy
-from schedopt.formulations.smd_exact import DEFAULT_SOLVER, smd_exact
-from schedopt.formulations.smd_model import SmdProblem
+from schedopt.policies.smd.algorithm import smd
+from schedopt.policies.smd.baselines import equal_split, optimus_greedy
+from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
+from schedopt.policies.smd.model import SmdProblem
 from schedopt.traces.parameter_server import parameter_server_instance
 
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from common import best_of
 from schedopt.api import solve
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.formulations.packed import Candidates, PairTable
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.packed.master import Candidates, PairTable
 from schedopt.instance import parse_instance
 
 GPUS = ("v100", "p100", "k80")

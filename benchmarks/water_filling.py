@@ -21,10 +21,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from common import best_of, random_problem
 from water_filling_reference import reference_water_filling
 
-from schedopt.formulations import gavel
-from schedopt.formulations.inputs import user_fields
-from schedopt.formulations.levels import LevelProblem, max_level
-from schedopt.formulations.water_filling import hierarchical_water_filling, water_filling
+from schedopt.policies.gavel import lp as gavel
+from schedopt.core.problem import user_fields
+from schedopt.policies.gavel.levels import LevelProblem, max_level
+from schedopt.policies.gavel.water_filling import hierarchical_water_filling, water_filling
 
 
 def variant(problem, name: str):

@@ -7,7 +7,7 @@
 from schedopt.api import solve
 from schedopt.backends import SolveOptions, Status
 from schedopt.errors import InstanceError, PolicyError, SchedoptError, SolveError
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 from schedopt.instance import load_instance, save_instance
 from schedopt.result import Result
 

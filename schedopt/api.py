@@ -7,10 +7,11 @@ from pathlib import Path
 
 from schedopt.backends import SolveOptions
 from schedopt.errors import PolicyError
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 from schedopt.instance import load_instance
 from schedopt.instance.model import Instance
-from schedopt.policies import resolve
+from schedopt.backends.session import Solver
+from schedopt.core.registry import resolve
 from schedopt.result import Result
 
 
@@ -46,9 +47,9 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
 
     `allox` needs an Instance or a path (CPU machines, cpu_time); its solver is the assignment
     method (auto, scipy, scipy-sparse, ortools, full), its Result has X = None and the schedule
-    in `details` (see schedopt.formulations.allox.allox_policy).
+    in `details` (see schedopt.policies.allox.matching.allox_policy).
 
-    partitions=k solves with POP (`schedopt.pop`): k parts, each with its share of every type,
+    partitions=k solves with POP (`schedopt.policies.pop`): k parts, each with its share of every type,
     run by `executor` ("serial", "process" or "ray"), partitioned by `partition_method`
     ("stratified" or "random") with `partition_seed`; `previous_parts` ({job id: part}, e.g.
     the last result's details["pop"]["parts"]) keeps jobs in their parts. The objective is
@@ -56,43 +57,36 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
     instance: details["pop"] gains exact_objective, exact_seconds and gap (relative, >= 0
     when POP is worse), and `bound` becomes the exact solve's bound.
     """
-    chosen, options = resolve(policy)
-    unknown = set(policy_options) - set(chosen.option_names)
-    if unknown:
-        raise PolicyError(f"policy {chosen.name} has no option(s) {', '.join(sorted(unknown))}; "
-                          f"it takes: {', '.join(chosen.option_names) or 'none'}")
+    chosen, fixed = resolve(policy) if isinstance(policy, str) else (policy, {})
+    options = chosen.parse_options({**fixed, **policy_options})
     settings = SolveOptions(time_limit=time_limit, mip_gap=mip_gap, threads=threads,
                             verbose=verbose)
-    solver = solver or chosen.solver
-    options = {**options, **policy_options}
-    pop_options = {}
-    if partitions is not None and chosen.reads_instance:
+    session = solver if isinstance(solver, Solver) else Solver(solver or chosen.default_solver,
+                                                                  settings)
+    if isinstance(instance, ThroughputProblem):
+        problem = instance
+    else:
+        problem = ThroughputProblem.from_instance(as_instance(instance))
+    chosen.check_instance(problem)
+    if partitions is None:
+        outcome = chosen.solve(problem, options, session)
+    elif getattr(chosen, "reads_instance", False):
         if not chosen.partitions_itself:
             raise PolicyError(f"POP (partitions) works with throughput-matrix policies and "
                               f"allox; {chosen.name} is neither")
         if executor != "serial":
             raise PolicyError(f"{chosen.name}'s POP parts run serially (executor 'serial')")
-        pop_options = {"partitions": partitions, "partition_seed": partition_seed}
-    if chosen.reads_instance:  # e.g. allox: needs CPU machines and cpu_time, not just arrays
-        if isinstance(instance, ThroughputProblem):
-            raise PolicyError(f"policy {chosen.name} needs an instance (a file or an Instance: "
-                              f"CPU machines, cpu_time), not a ThroughputProblem")
-        instance = as_instance(instance)
-        problem = ThroughputProblem.from_instance(instance)
-        outcome = chosen.run(instance, solver, settings, **options, **pop_options)
-        data = instance
+        outcome = chosen.run(problem.instance, session.name, session.settings, **options,
+                             partitions=partitions, partition_seed=partition_seed)
     else:
-        problem = data = as_problem(instance)
-        if partitions is None:
-            outcome = chosen.run(problem, solver, settings, **options)
-        else:
-            from schedopt.pop import solve_pop
+        from schedopt.policies.pop import solve_pop
 
-            outcome = solve_pop(problem, chosen.name, partitions, solver, settings, options,
-                                executor=executor, seed=partition_seed, method=partition_method,
-                                previous=previous_parts, evaluate=chosen.evaluate)
+        outcome = solve_pop(problem, chosen.name, partitions, session.name, session.settings,
+                            options, executor=executor, seed=partition_seed,
+                            method=partition_method, previous=previous_parts,
+                            evaluate=chosen.evaluate)
     if partitions is not None and exact_gap and outcome.objective is not None:
-        _add_exact_gap(outcome, lambda: chosen.run(data, solver, settings, **options))
+        _add_exact_gap(outcome, lambda: chosen.solve(problem, options, session))
     return Result(policy=chosen.name, status=outcome.status, objective=outcome.objective,
                   bound=outcome.bound, solver=outcome.solver, solve_seconds=outcome.solve_seconds,
                   job_ids=problem.job_ids, gpu_types=problem.gpu_types, X=outcome.allocation,

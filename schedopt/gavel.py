@@ -19,9 +19,9 @@ import numpy as np
 
 from schedopt.api import solve
 from schedopt.errors import PolicyError
-from schedopt.formulations.gavel import isolated_throughput
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.policies import GAVEL_ALIASES
+from schedopt.policies.gavel.lp import isolated_throughput
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.catalog import GAVEL_ALIASES
 
 # Gavel's positional get_allocation signature for each policy, after `throughputs`.
 _SIGNATURES = {

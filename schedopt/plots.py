@@ -126,8 +126,8 @@ def allox_alpha_tradeoff(sweep: pd.DataFrame, fairness: str = "jain_share", ax=N
 def ps_completion_time(spec, workers=range(1, 17), ps=(1, 2, 4, 8), ax=None):
     """One parameter-server job (`ParameterServerSpec`): its completion time T(w, p) in hours
     against the number of workers w, one line per PS count p, and (dotted) the compute-only
-    time, with no communication at all (schedopt.formulations.smd_model). Returns the figure."""
-    from schedopt.formulations.smd_model import completion_time_parts
+    time, with no communication at all (schedopt.policies.smd.model). Returns the figure."""
+    from schedopt.policies.smd.model import completion_time_parts
 
     fig, ax = figure_axes(ax)
     w = np.asarray(list(workers), dtype=float)

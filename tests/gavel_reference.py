@@ -216,7 +216,7 @@ def problems(max_jobs: int = 12, max_types: int = 4, deadlines: bool = False):
     best throughput (f > 1: its SLO cannot be met even alone)."""
     from hypothesis import strategies as st
 
-    from schedopt.formulations.inputs import ThroughputProblem
+    from schedopt.core.problem import ThroughputProblem
 
     @st.composite
     def build(draw):

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from schedopt.backends import Status
-from schedopt.formulations.chronus import LeaseProblem, plan_objective
+from schedopt.policies.chronus.lease_milp import LeaseProblem, plan_objective
 
 
 def draw_lease_jobs(draw, num_jobs: int, num_leases: int, max_options: int, max_capacity: int):

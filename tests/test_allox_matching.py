@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import schedopt
 from schedopt.cli.main import main
 from schedopt.errors import PolicyError, SolveError
-from schedopt.formulations.allox import (METHODS, allox_assignment, allox_processing_times,
+from schedopt.policies.allox.matching import (METHODS, allox_assignment, allox_processing_times,
                                          allox_schedule, fairness_filter,
                                          schedule_from_assignment)
 from schedopt.instance import load_instance

@@ -10,7 +10,7 @@ import pytest
 
 import gavel_reference as ref
 from schedopt.api import solve
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 from schedopt.instance import load_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"

@@ -9,8 +9,8 @@ from lease_strategies import assert_feasible, enumerate_optimum, lease_problems
 
 from schedopt.backends import SolveResult, Status
 from schedopt.errors import PolicyError
-from schedopt.formulations import chronus
-from schedopt.formulations.chronus import (
+from schedopt.policies.chronus import lease_milp as chronus
+from schedopt.policies.chronus.lease_milp import (
     LeaseProblem,
     chronus_lease_milp,
     latest_fit_greedy,

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from lease_strategies import draw_lease_jobs
 
 from schedopt.errors import PolicyError
-from schedopt.formulations.chronus import LeaseProblem, latest_fit_greedy
-from schedopt.formulations.chronus_admission import (
+from schedopt.policies.chronus.lease_milp import LeaseProblem, latest_fit_greedy
+from schedopt.policies.chronus.admission import (
     AdmissionReason,
     JobSet,
     NewJob,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from schedopt import solve
 from schedopt.backends import Status
 from schedopt.errors import PolicyError, SchedoptError
-from schedopt.formulations.chronus_boundary import (
+from schedopt.policies.chronus.boundary import (
     LeaseJobs,
     LeaseSettings,
     admit_arrivals,

@@ -10,15 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from lease_strategies import assert_feasible, enumerate_optimum, lease_problems
 
 from schedopt.backends import SolveOptions, SolveResult, Status, solve_lp
-from schedopt.formulations import chronus
-from schedopt.formulations.chronus import (
+from schedopt.policies.chronus import lease_milp as chronus
+from schedopt.policies.chronus.lease_milp import (
     LeaseProblem,
     _lp_values,
     _plan_vector,
     lease_milp,
     lease_relaxation,
 )
-from schedopt.formulations.chronus_rounding import lp_roundings
+from schedopt.policies.chronus.rounding import lp_roundings
 
 # Job A (0): 4 GPUs, 2 leases, options (D=2, u=10), (D=3, u=8); job B (1): 8 GPUs, 1 lease,
 # (D=2, u=10); C_t = 8. Optimum 19 (A late on D=3, B in lease 0); the LP bound is 21.

@@ -1,4 +1,4 @@
-"""LP-guided rounding of the Chronus lease MILP (schedopt.formulations.chronus_rounding)."""
+"""LP-guided rounding of the Chronus lease MILP (schedopt.policies.chronus.rounding)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from lease_strategies import assert_feasible, draw_lease_jobs
 
 from schedopt.backends import Status, solve_lp
-from schedopt.formulations import chronus_rounding
-from schedopt.formulations.chronus import LeaseProblem, _lp_values, lease_relaxation
-from schedopt.formulations.chronus_admission import latest_fit_packing
+from schedopt.policies.chronus import rounding as chronus_rounding
+from schedopt.policies.chronus.lease_milp import LeaseProblem, _lp_values, lease_relaxation
+from schedopt.policies.chronus.admission import latest_fit_packing
 
 
 @st.composite

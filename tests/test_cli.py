@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from schedopt.cli.main import main
 from schedopt.instance import load_instance
-from schedopt.policies import GAVEL_ALIASES, POLICIES
+from schedopt.policies.catalog import GAVEL_ALIASES, POLICIES
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = str(ROOT / "instances" / "tiny.json")

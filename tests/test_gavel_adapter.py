@@ -9,7 +9,7 @@ import pytest
 
 import gavel_reference as ref
 from schedopt.errors import PolicyError
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 from schedopt.gavel import get_allocation, get_policy
 
 TYPES = ["k80", "p100", "v100"]

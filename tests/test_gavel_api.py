@@ -12,8 +12,8 @@ import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.backends import Status
 from schedopt.errors import PolicyError
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.policies import GAVEL_ALIASES, POLICIES, resolve
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.catalog import GAVEL_ALIASES, POLICIES, resolve
 
 
 def small_problem():

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 
 import gavel_reference as ref
 from schedopt.backends import Status
-from schedopt.formulations import gavel
+from schedopt.policies.gavel import lp as gavel
 
 # (backend, relative tolerance on the objective against HiGHS simplex)
 BACKENDS = [

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.backends import Status
-from schedopt.formulations import baselines
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.policies.baselines import throughput as baselines
+from schedopt.core.problem import ThroughputProblem
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.backends import Status
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 
 SOLVERS = ["highs", "highs-ipm", "glop", "pdlp", "cbc", "clarabel", "cvxpy:CLARABEL"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gavel_reference as ref
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 from schedopt.gavel import get_policy
 
 TABLE = Path(__file__).resolve().parents[2] / "shared" / "trace-samples" / "gavel" / "simulation_throughputs.json"

@@ -10,7 +10,7 @@ import pytest
 from schedopt.api import solve
 from schedopt.backends import Status
 from schedopt.errors import PolicyError
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 
 
 def problem(T, c, cost, R, ttd, **kw):

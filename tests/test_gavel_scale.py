@@ -7,7 +7,7 @@ import numpy as np
 import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.backends import Status
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 
 
 def test_max_min_fairness_on_2000_jobs_and_3_types_satisfies_the_base_constraints():

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from schedopt.cli.main import main
 from schedopt.errors import SchedoptError
-from schedopt.formulations.chronus_boundary import LeaseSettings
+from schedopt.policies.chronus.boundary import LeaseSettings
 from schedopt.instance import load_instance, parse_instance
 from schedopt.simulation.lease_sim import SCHEDULERS, LeaseSimulationConfig, simulate_leases
 

@@ -8,10 +8,11 @@ import scipy.sparse as sp
 from schedopt.backends import solve_lp
 from schedopt.backends.base import LinearProgram
 from schedopt.errors import PolicyError
-from schedopt.formulations import gavel, levels
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.formulations.level_hull import build_hulls
-from schedopt.formulations.levels import LevelProblem, max_level
+from schedopt.policies.gavel import lp as gavel
+from schedopt.policies.gavel import levels
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.gavel.level_hull import build_hulls
+from schedopt.policies.gavel.levels import LevelProblem, max_level
 
 
 def whole_lp(problem: LevelProblem) -> float:

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from schedopt import solve
 from schedopt.backends import SolveOptions, Status
 from schedopt.cli.main import main
-from schedopt.formulations.gavel import max_min_fairness
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.formulations.packed import PairTable, max_min_fairness_packed
+from schedopt.policies.gavel.lp import max_min_fairness
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.packed.master import PairTable, max_min_fairness_packed
 from schedopt.instance import load_instance, parse_instance
 
 ROOT = Path(__file__).resolve().parents[1]

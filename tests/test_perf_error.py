@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from schedopt.errors import PolicyError, SchedoptError
-from schedopt.formulations import gavel, robust
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.policies.gavel import lp as gavel
+from schedopt.policies.gavel import robust
+from schedopt.core.problem import ThroughputProblem
 from schedopt.instance import load_instance, parse_instance
 from schedopt.simulation import SimulationConfig, simulate
 from schedopt.simulation.common import TraceArrays, lognormal_sigma, misestimate

@@ -17,10 +17,10 @@ from schedopt import solve
 from schedopt.backends import Status
 from schedopt.cli.main import main
 from schedopt.errors import PolicyError
-from schedopt.formulations import gavel
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.policies import POLICIES
-from schedopt.pop import partition_jobs
+from schedopt.policies.gavel import lp as gavel
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.catalog import POLICIES
+from schedopt.policies.pop import partition_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -159,7 +159,7 @@ def test_bad_pop_arguments_are_reported():
 
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_allox_by_machines_gives_a_schedule_of_the_whole_cluster(k):
-    from schedopt.formulations.allox import (
+    from schedopt.policies.allox.matching import (
         allox_processing_times, pop_assignment, schedule_from_assignment,
     )
     from schedopt.instance import load_instance

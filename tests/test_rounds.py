@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedopt.api import solve
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.rounds import mechanism_error, place_round, priorities, run_rounds
-from schedopt.topology import Topology
+from schedopt.core.problem import ThroughputProblem
+from schedopt.mechanism.rounds import mechanism_error, place_round, priorities, run_rounds
+from schedopt.mechanism.topology import Topology
 
 TOPOLOGY = Topology.uniform({"v100": 16, "p100": 16, "k80": 16}, {"v100": 4, "p100": 4, "k80": 8})
 

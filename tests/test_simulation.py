@@ -85,7 +85,7 @@ REFERENCE = [  # docs/reference-results.md: Gavel's simulator, 8 V100 + 16 P100 
 @pytest.mark.skipif(not SHARED.exists(), reason="shared/trace-samples not present")
 @pytest.mark.parametrize("trace, policy, jct, makespan", REFERENCE)
 def test_gavel_mode_matches_gavels_own_simulator_within_ten_percent(trace, policy, jct, makespan):
-    from schedopt.traces.gavel import read_gavel_trace
+    from schedopt.traces.gavel_throughputs import read_gavel_trace
 
     instance = read_gavel_trace(SHARED / trace, SHARED / "simulation_throughputs.json")
     summary = simulate(instance, policy, SimulationConfig.gavel_compatible(seed=0)).summary

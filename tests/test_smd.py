@@ -18,10 +18,10 @@ from smd_strategies import ps_instances
 from schedopt.api import solve
 from schedopt.cli.main import main
 from schedopt.errors import PolicyError
-from schedopt.formulations.smd import DEFAULT_EPSILON, smd
-from schedopt.formulations.smd_baselines import equal_split, optimus_greedy
-from schedopt.formulations.smd_exact import smd_exact
-from schedopt.formulations.smd_model import SmdProblem, completion_time
+from schedopt.policies.smd.algorithm import DEFAULT_EPSILON, smd
+from schedopt.policies.smd.baselines import equal_split, optimus_greedy
+from schedopt.policies.smd.exact import smd_exact
+from schedopt.policies.smd.model import SmdProblem, completion_time
 from schedopt.instance import load_instance, parse_instance
 
 ROOT = Path(__file__).resolve().parents[1]

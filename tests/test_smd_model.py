@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from schedopt.errors import PolicyError
-from schedopt.formulations.smd_model import (
+from schedopt.policies.smd.model import (
     Placement, SmdProblem, completion_time, completion_time_parts,
 )
 from schedopt.instance import parse_instance

@@ -20,9 +20,9 @@ from schedopt.api import solve
 from schedopt.backends import Status
 from schedopt.cli.main import main
 from schedopt.errors import InstanceError
-from schedopt.formulations import gavel
-from schedopt.formulations.inputs import ThroughputProblem
-from schedopt.formulations.water_filling import (
+from schedopt.policies.gavel import lp as gavel
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.gavel.water_filling import (
     hierarchical_water_filling,
     water_filling,
 )

@@ -4,7 +4,7 @@ still rise while every other job keeps its level (Gavel asks with one MILP over 
 set of jobs that can rise is the same). O(M) LPs per stage: small instances only.
 
 Every LP is written out directly (scipy.sparse + HiGHS), sharing nothing with
-schedopt.formulations.water_filling.
+schedopt.policies.gavel.water_filling.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from schedopt.backends import solve_lp
 from schedopt.backends.base import LinearProgram
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.core.problem import ThroughputProblem
 
 RISE_TOL = 1e-7  # a job "can rise" when it can gain more than this (relative)
 

@@ -6,25 +6,12 @@ A formulation builds a `LinearProgram` (sparse, vectorized); a backend solves it
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-
-class Status(str, enum.Enum):
-    """What was found, in the result document's vocabulary."""
-
-    OPTIMAL = "optimal"
-    FEASIBLE = "feasible"  # a solution, but a time/gap/iteration limit stopped the proof
-    INFEASIBLE = "infeasible"
-    UNBOUNDED = "unbounded"
-    ERROR = "error"  # no usable solution (includes a limit hit before any solution)
-
-    @property
-    def has_solution(self) -> bool:
-        return self in (Status.OPTIMAL, Status.FEASIBLE)
+from schedopt.core.outcome import Status, relative_gap  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -110,10 +97,3 @@ class SolveResult:
     @property
     def gap(self) -> float | None:
         return relative_gap(self.objective, self.bound)
-
-
-def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """|objective - bound| / max(1, |objective|), or None if either is unknown."""
-    if objective is None or bound is None:
-        return None
-    return abs(objective - bound) / max(1.0, abs(objective))

@@ -10,8 +10,8 @@ import click
 
 from schedopt.cli import render
 from schedopt.errors import SchedoptError
-from schedopt.formulations.chronus import DEFAULT_SOLVER
-from schedopt.formulations.chronus_boundary import LeaseSettings
+from schedopt.policies.chronus.lease_milp import DEFAULT_SOLVER
+from schedopt.policies.chronus.boundary import LeaseSettings
 from schedopt.instance import load_instance
 from schedopt.simulation.lease_sim import SCHEDULERS, LeaseSimulationConfig, simulate_leases
 

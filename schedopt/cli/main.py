@@ -20,7 +20,9 @@ from schedopt.cli.perf import perf_group
 from schedopt.cli.simulate import place_command, simulate_command
 from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, validate_file
-from schedopt.policies import GAVEL_ALIASES, REGISTRY, resolve
+from schedopt.backends import SolveOptions
+from schedopt.backends.session import Solver
+from schedopt.core.registry import gavel_names, registered, resolve
 
 EXIT_USER_ERROR = 2
 DEMO_INSTANCE = "small-heterogeneous.yaml"
@@ -103,7 +105,7 @@ def main():
 def solve(file, policy, solver, time_limit, threads, policy_options, as_json, output, export_mps,
           max_rows, verbose, partitions, executor, partition_method, partition_seed, exact_gap):
     """Solve the instance FILE with a policy and print the allocation."""
-    chosen, _ = resolve(policy)
+    chosen, fixed = resolve(policy)
     instance = load_instance(file)
     options = dict(parse_option(text) for text in policy_options)
     if partitions is None and exact_gap:
@@ -111,30 +113,25 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
     pop = {} if partitions is None else {
         "partitions": partitions, "executor": executor, "partition_method": partition_method,
         "partition_seed": partition_seed, "exact_gap": exact_gap}
+    session = Solver(solver or chosen.default_solver,
+                     SolveOptions(time_limit=time_limit, threads=threads, verbose=verbose))
     with recording() as programs:
-        result = solve_instance(instance, policy, solver, time_limit=time_limit, threads=threads,
-                                verbose=verbose, **pop, **options)
+        result = solve_instance(instance, chosen, session, **pop, **{**fixed, **options})
     if export_mps is not None:
-        if not programs:
+        program = session.last_program or (programs[-1] if programs else None)
+        if program is None:
             fail(f"policy {chosen.name} solves no LP, so there is nothing to export")
         from schedopt.backends.mps import write_mps
-        write_mps(programs[-1], export_mps)
+        write_mps(program, export_mps)
     document = result.to_dict()
     if output is not None:
         output.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
     if as_json:
         click.echo(json.dumps(document, indent=1, allow_nan=False))
     else:
-        click.echo(render.summary(result, chosen.objective))
+        click.echo(render.summary(result, chosen.objective_doc))
         click.echo()
-        if result.X is None and "queues" in result.details:
-            click.echo(render.queue_table(result, max_rows))
-        elif "leases" in result.details:
-            click.echo(render.lease_table(result, max_rows))
-        elif result.X is None and "machines" in result.details:
-            click.echo(render.parameter_server_table(result, max_rows))
-        else:
-            click.echo(render.allocation_table(result, max_rows))
+        click.echo(render.decision_table(result, chosen.decision, max_rows))
     if not result.status.has_solution:
         sys.exit(1)
 
@@ -162,18 +159,21 @@ def validate(files):
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def policies(as_json):
     """List every policy with a one-line description and its Gavel name."""
-    gavel_names = {}
-    for gavel_name, (ours, options) in GAVEL_ALIASES.items():
-        gavel_names.setdefault(ours, []).append(f"gavel:{gavel_name}")
+    gavel_aliases = {}
+    for gavel_name, (ours, options) in gavel_names().items():
+        gavel_aliases.setdefault(ours, []).append(f"gavel:{gavel_name}")
+    entries = registered()
     if as_json:
-        click.echo(json.dumps([{"name": p.name, "summary": p.summary, "objective": p.objective,
-                                "default_solver": p.solver,
-                                "options": list(p.option_names),
-                                "gavel_aliases": gavel_names.get(p.name, [])}
-                               for p in REGISTRY.values()], indent=1))
+        click.echo(json.dumps([{"name": name, "summary": e.policy.summary,
+                                "objective": e.policy.objective_doc,
+                                "default_solver": e.policy.default_solver,
+                                "decision": e.policy.decision.value,
+                                "options": list(e.policy.option_names),
+                                "gavel_aliases": gavel_aliases.get(name, [])}
+                               for name, e in entries.items()], indent=1))
         return
-    rows = [[p.name, p.summary, p.solver if p.objective != "none" else "-",
-             ", ".join(gavel_names.get(p.name, []))] for p in REGISTRY.values()]
+    rows = [[name, e.policy.summary, e.policy.default_solver or "-",
+             ", ".join(gavel_aliases.get(name, []))] for name, e in entries.items()]
     click.echo(render.table(["policy", "description", "solver", "Gavel name"], rows))
 
 

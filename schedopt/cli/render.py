@@ -111,3 +111,16 @@ def parameter_server_table(result: Result, max_rows: int) -> str:
     if len(ids) > max_rows:
         lines.append(f"... {len(ids) - max_rows} more jobs (use --max-rows, --json or --output)")
     return "\n".join(lines)
+
+
+def decision_table(result, kind, max_rows: int) -> str:
+    """The table for the policy's decision kind (`schedopt.core.decisions.DecisionKind`)."""
+    from schedopt.core.decisions import DecisionKind
+
+    if kind is DecisionKind.QUEUES:
+        return queue_table(result, max_rows)
+    if kind is DecisionKind.LEASES:
+        return lease_table(result, max_rows)
+    if kind is DecisionKind.PS_CONFIGURATION:
+        return parameter_server_table(result, max_rows)
+    return allocation_table(result, max_rows)

@@ -13,9 +13,9 @@ import numpy as np
 from schedopt.api import solve
 from schedopt.cli import render
 from schedopt.instance import load_instance
-from schedopt.rounds import mechanism_error, run_rounds
+from schedopt.mechanism.rounds import mechanism_error, run_rounds
 from schedopt.simulation import SimulationConfig, simulate
-from schedopt.topology import Topology
+from schedopt.mechanism.topology import Topology
 
 HOUR = 3600.0
 

@@ -6,7 +6,7 @@
     sweep = alpha_sweep(instance, [0.25, 0.5, 0.75, 1.0])   # average JCT and fairness per alpha
 
 Machines are every GPU (one machine each) and every CPU machine; job m takes p[m, k] seconds on
-machine k (`schedopt.formulations.allox.allox_processing_times`, np.inf = cannot run there).
+machine k (`schedopt.policies.allox.matching.allox_processing_times`, np.inf = cannot run there).
 A started job runs to completion on its machine: nothing is ever preempted or migrated.
 
 Events are job arrivals and job completions. At each event time, completions free their
@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from schedopt.errors import SchedoptError
-from schedopt.formulations.allox import (
+from schedopt.policies.allox.matching import (
     allox_processing_times,
     allox_schedule,
     fairness_filter,

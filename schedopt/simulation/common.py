@@ -9,22 +9,22 @@ import numpy as np
 import pandas as pd
 
 from schedopt.errors import SchedoptError
-from schedopt.formulations import gavel
-from schedopt.formulations.inputs import ThroughputProblem
+from schedopt.policies.gavel import lp as gavel
+from schedopt.core.problem import ThroughputProblem
 from schedopt.instance.model import Instance
 from schedopt.metrics import summarize
 
 
 @dataclass(frozen=True)
 class SimulationConfig:
-    """mode: "default" (schedopt's mechanism, rounds.py) or "gavel" (the conventions of
+    """mode: "default" (schedopt's mechanism, schedopt/mechanism/rounds.py) or "gavel" (the conventions of
     Gavel's reference simulator, docs/gavel-simulator.md). round_seconds: round length (s).
     min_resolve_interval: a changed job set triggers a re-solve only once this many seconds
     passed since the last one (gavel mode: 1920 s). work_conserving: idle GPUs go to waiting
     jobs. use_unconsolidated: a job whose GPUs span nodes runs at its `unconsolidated`
     throughput where the instance gives one (Gavel ignores that table). seed: gavel mode's
     GPU-type shuffle for agnostic policies. solver / time_limit / policy_options: passed to
-    `schedopt.solve` at every re-solve. partitions / executor: solve with POP (`schedopt.pop`)
+    `schedopt.solve` at every re-solve. partitions / executor: solve with POP (`schedopt.policies.pop`)
     in that many parts, jobs kept in their part from one re-solve to the next (sticky).
     perf_error: mean relative error of the throughput matrix the policy sees (0.1 = 10%): each
     T[n,j] is multiplied by a log-normal factor exp(sigma Z), Z ~ N(0, 1), with sigma such that
@@ -153,7 +153,7 @@ def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, no
     what the next solve reuses: with POP the jobs' parts ("parts", {job id: part}), so that
     jobs keep them; for a policy that takes a `start`, the last solve's prices ("start")."""
     from schedopt.api import solve
-    from schedopt.policies import resolve
+    from schedopt.policies.catalog import resolve
 
     clock = time.perf_counter()
     pop = {} if config.partitions is None else {

@@ -14,10 +14,10 @@ import numpy as np
 
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.rounds import place_round
+from schedopt.mechanism.rounds import place_round
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays, finish,
                                         isolated_throughput, progress_bar, solve_policy)
-from schedopt.topology import Topology
+from schedopt.mechanism.topology import Topology
 
 
 def run_default(trace: Instance, policy: str, config: SimulationConfig,

@@ -18,7 +18,7 @@ kept as requested when the rounded count exceeds the pool). Jobs with `deadline`
 `deadline_options` are SLO jobs (`Job.slo_options`); the rest are best effort.
 
 Schedulers (`SCHEDULERS`), each deciding who holds GPUs in the next lease:
-- `chronus`: `schedopt.formulations.chronus_boundary`: demotion, admission control of the SLO
+- `chronus`: `schedopt.policies.chronus.boundary`: demotion, admission control of the SLO
   jobs that arrived, the lease MILP, shortest-remaining-service fill of what is left.
 - `edf`: earliest deadline first over every waiting job (best-effort jobs last, by arrival),
   skipping a job that does not fit; no admission control, so hopeless jobs keep running.
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from schedopt.errors import SchedoptError
-from schedopt.formulations.chronus_boundary import (
+from schedopt.policies.chronus.boundary import (
     LeaseInstance,
     LeaseSettings,
     admit_arrivals,

@@ -9,7 +9,7 @@ instances whose jobs arrive over time (`arrival_time`, seconds) with `total_step
 """
 
 from schedopt.traces.common import gavel_cluster, parse_gpu_map, summary
-from schedopt.traces.gavel import read_gavel_trace
+from schedopt.traces.gavel_throughputs import read_gavel_trace
 from schedopt.traces.performance import (
     gavel_performance, label, load_performance, parse_label, read_gavel_throughputs, reference_gpu,
     single_gpu_models,

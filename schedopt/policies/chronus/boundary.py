@@ -1,0 +1,368 @@
+"""One Chronus lease boundary from job state: who holds GPUs in the next lease (formulations.md 3).
+
+The shared step of `schedopt solve --policy chronus` (one boundary, from an instance) and of the
+lease-based simulator (every boundary). A boundary at time `now` (s) sees the active jobs as a
+`LeaseJobs`: GPUs (rounded up for consolidation), seconds of running left, and deadline options
+as absolute times (s) with values. Leases are `lease_seconds` long; a job that starts or resumes
+loses `resume_overhead_s` of its lease to restoring its checkpoint.
+
+- Leases needed: n_j = ceil(remaining_s / (lease_seconds - resume_overhead_s)), as if every lease
+  paid the overhead (a job that keeps its GPUs does not, so the plan is conservative).
+- Horizon of an option due at A: floor((A - now) / lease_seconds) leases (those that end by A),
+  capped at `horizon_leases`, the planning window. An option with a horizon below n_j is
+  unreachable.
+- `demote_hopeless`: admitted jobs none of whose options is reachable any more lose their
+  guarantee and become best effort; so do admitted jobs the lease MILP cannot place
+  (`BoundaryDecision.unplaced`; only when the solver found no plan and the greedy fallback
+  failed). A latest-fit packing is not used to demote: it is a heuristic, and in simulation every
+  job it demoted would have met its deadline.
+- `admit_arrivals`: arriving SLO jobs, in order, through `chronus_admission.admit` against the
+  GPUs the admitted jobs' reservations leave free (every GPU of the pool in every lease of the
+  window is for SLO jobs). Reservations are the leases the last lease MILP gave each admitted
+  job, plus the latest-fit placement of each job admitted since: together a feasible plan for
+  every admitted job, so admission never rejects a job because a re-packing of the admitted
+  ones happens to fail.
+- `plan_boundary`: the lease MILP over the admitted jobs (must get an option) and the other SLO
+  jobs with a reachable option (may); then the GPUs the MILP leaves free in lease 0 go to every
+  other waiting job, shortest remaining service (GPU-seconds) first (`fill_in_order`).
+  sigma "adaptive" is -1 (guaranteed jobs run late, leaving lease 0 to others) when a job that
+  is not guaranteed waits, else +1 (run guaranteed jobs early).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from schedopt.errors import PolicyError, SchedoptError
+from schedopt.policies.chronus.lease_milp import (
+    DEFAULT_SOLVER,
+    ChronusPlan,
+    LeaseProblem,
+    solve_lease_problem,
+)
+from schedopt.policies.chronus.admission import (
+    JobSet,
+    NewJob,
+    admit,
+    latest_fit_packing,
+    round_up_gpus,
+)
+from schedopt.instance.model import Instance
+
+
+@dataclass(frozen=True)
+class LeaseInstance:
+    """An instance (or trace) as arrays over N jobs (file order) on one homogeneous pool:
+    `capacity` GPUs of `gpu_type` (default: the type with the most GPUs). gpus: scale_factor
+    rounded up to 1, 2, 4, 8n on the pool's nodes (`round_up`; kept as requested when the
+    rounded count exceeds the pool); run_s: seconds of running left (remaining_steps /
+    steps/s on the pool); option_* (K,): deadline options (`Job.slo_options`) with absolute
+    deadlines (arrival + after_s, s), by job and increasing deadline."""
+
+    ids: np.ndarray
+    arrival: np.ndarray
+    gpus: np.ndarray
+    run_s: np.ndarray
+    option_job: np.ndarray
+    option_deadline_s: np.ndarray
+    option_value: np.ndarray
+    gpu_type: str
+    capacity: int
+
+    @classmethod
+    def from_instance(cls, trace: Instance, gpu_type: str | None = None,
+                      round_up: bool = True) -> LeaseInstance:
+        types = trace.cluster.gpu_types
+        if gpu_type is None:
+            gpu_type = max(types.values(), key=lambda t: t.count).name if types else None
+        if gpu_type not in types:
+            raise SchedoptError(f"unknown GPU type {gpu_type!r} for the lease pool; expected one "
+                                f"of {', '.join(types)}")
+        pool = types[gpu_type]
+        jobs = trace.jobs
+        where = trace.source or "trace"
+        trace.require_total_steps("planned in leases")
+        speed = np.array([j.throughput[gpu_type] for j in jobs], dtype=float)
+        requested = np.array([j.scale_factor for j in jobs], dtype=np.int64)
+        bad = [j.id for j, s, g in zip(jobs, speed, requested) if s <= 0 or g > pool.count]
+        if bad:
+            raise SchedoptError(f"{where}: job(s) {', '.join(bad[:5])} cannot run on the "
+                                f"{pool.count} {gpu_type} GPUs of the lease pool (throughput 0 "
+                                f"there or more GPUs than it has); pick another gpu_type")
+        gpus = requested
+        if round_up and requested.size:
+            rounded = round_up_gpus(requested, pool.gpus_per_node)
+            gpus = np.where(rounded <= pool.count, rounded, requested)
+        remaining = np.array([j.remaining_steps for j in jobs], dtype=float)
+        options = [(m, j.arrival_time + o.after_s, o.value)
+                   for m, j in enumerate(jobs) for o in j.slo_options]
+        opt = np.array(options, dtype=float).reshape(-1, 3)
+        return cls(np.array(trace.job_ids, dtype=object),
+                   np.array([j.arrival_time for j in jobs], dtype=float), gpus,
+                   remaining / np.where(speed > 0, speed, 1.0), opt[:, 0].astype(np.int64),
+                   opt[:, 1], opt[:, 2], gpu_type, pool.count)
+
+    @property
+    def num_jobs(self) -> int:
+        return self.ids.shape[0]
+
+    def lease_jobs(self, active: np.ndarray, remaining_s: np.ndarray) -> LeaseJobs:
+        """The `active` jobs (indices) with their current seconds of running left."""
+        full = LeaseJobs(self.gpus, remaining_s, self.option_job, self.option_deadline_s,
+                         self.option_value)
+        return full.subset(active)
+
+    def first_deadline(self) -> np.ndarray:
+        """(N,) each job's SLO deadline (absolute s; inf for best effort)."""
+        out = np.full(self.num_jobs, np.inf)
+        np.minimum.at(out, self.option_job, self.option_deadline_s)
+        return out
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    """lease_seconds: lease length (s, Chronus's artifact: 20 min); resume_overhead_s: seconds a
+    job loses each time it starts or resumes; horizon_leases: planning window (leases);
+    sigma: +1, -1 or "adaptive"; solver / time_limit (s): for the lease MILP."""
+
+    lease_seconds: float = 1200.0
+    resume_overhead_s: float = 30.0
+    horizon_leases: int = 96
+    sigma: float | str = "adaptive"
+    solver: str = DEFAULT_SOLVER
+    time_limit: float | None = 5.0
+
+    def __post_init__(self):
+        for name in ("lease_seconds", "resume_overhead_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not np.isfinite(value):
+                raise PolicyError(f"{name} must be a finite number of seconds, got {value!r}")
+        if not self.lease_seconds > 0:
+            raise PolicyError(f"lease_seconds must be > 0, got {self.lease_seconds!r}")
+        if not (0 <= self.resume_overhead_s < self.lease_seconds):
+            raise PolicyError(f"resume_overhead_s must be in [0, lease_seconds), got "
+                              f"{self.resume_overhead_s!r}")
+        if isinstance(self.horizon_leases, bool) or not isinstance(self.horizon_leases, (int, float)) \
+                or int(self.horizon_leases) != self.horizon_leases or self.horizon_leases < 1:
+            raise PolicyError(f"horizon_leases must be an integer >= 1, got {self.horizon_leases!r}")
+        if self.sigma != "adaptive" and self.sigma not in (1, -1):
+            raise PolicyError(f"sigma must be 1, -1 or 'adaptive', got {self.sigma!r}")
+
+    @property
+    def useful_seconds(self) -> float:
+        """Seconds of progress a lease is sure to give (s)."""
+        return self.lease_seconds - self.resume_overhead_s
+
+
+@dataclass(frozen=True)
+class LeaseJobs:
+    """Active jobs at a boundary. gpus (n,) GPUs held while running; remaining_s (n,) seconds of
+    running left; service order key `remaining_s * gpus`; option_job / option_deadline_s
+    (absolute, s) / option_value (K,) deadline options, by job and increasing deadline. Jobs
+    without options are best effort."""
+
+    gpus: np.ndarray
+    remaining_s: np.ndarray
+    option_job: np.ndarray
+    option_deadline_s: np.ndarray
+    option_value: np.ndarray
+
+    @property
+    def num_jobs(self) -> int:
+        return self.gpus.shape[0]
+
+    @property
+    def is_slo(self) -> np.ndarray:
+        return np.bincount(self.option_job, minlength=self.num_jobs) > 0
+
+    def options_of(self, keep: np.ndarray, among: np.ndarray | None = None):
+        """(new job index of every old job (-1 if dropped), indices of the options of the jobs
+        `keep`, ordered by new job index, restricted to the `among` mask when given)."""
+        new_index = np.full(self.num_jobs, -1, dtype=np.int64)
+        new_index[keep] = np.arange(len(keep))
+        mine = new_index[self.option_job] >= 0
+        opt = np.flatnonzero(mine if among is None else mine & among)
+        return new_index, opt[np.argsort(new_index[self.option_job[opt]], kind="stable")]
+
+    def subset(self, keep: np.ndarray) -> LeaseJobs:
+        """The jobs at indices `keep`, renumbered 0..len(keep)-1 in that order."""
+        keep = np.asarray(keep, dtype=np.int64)
+        new_index, opt = self.options_of(keep)
+        return LeaseJobs(self.gpus[keep], self.remaining_s[keep], new_index[self.option_job[opt]],
+                         self.option_deadline_s[opt], self.option_value[opt])
+
+
+def leases_needed(remaining_s: np.ndarray, settings: LeaseSettings) -> np.ndarray:
+    """(n,) leases each job needs, at least 1 (see the module docstring)."""
+    return np.maximum(np.ceil(remaining_s / settings.useful_seconds - 1e-9), 1).astype(np.int64)
+
+
+def option_horizons(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
+    """(K,) leases from `now` that end by each option's deadline, capped at the window; may be
+    <= 0 for deadlines already too close."""
+    leases = np.floor((jobs.option_deadline_s - now) / settings.lease_seconds + 1e-9)
+    return np.minimum(leases, settings.horizon_leases).astype(np.int64)
+
+
+def _reachable(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
+    """(K,) options whose horizon still holds the job's leases."""
+    need = leases_needed(jobs.remaining_s, settings)
+    return option_horizons(jobs, now, settings) >= need[jobs.option_job]
+
+
+def _job_set(jobs: LeaseJobs, members: np.ndarray, now: float, settings: LeaseSettings,
+             reachable: np.ndarray) -> tuple[JobSet, np.ndarray]:
+    """(the `members` jobs with their reachable options as a JobSet, their indices)."""
+    idx = np.flatnonzero(members)
+    new_index, opt = jobs.options_of(idx, among=reachable)
+    return JobSet(jobs.gpus[idx], leases_needed(jobs.remaining_s[idx], settings),
+                  new_index[jobs.option_job[opt]], jobs.option_value[opt],
+                  option_horizons(jobs, now, settings)[opt]), idx
+
+
+def demote_hopeless(jobs: LeaseJobs, admitted: np.ndarray, now: float,
+                    settings: LeaseSettings) -> np.ndarray:
+    """(n,) bool: admitted jobs none of whose deadline options is reachable any more."""
+    reachable = _reachable(jobs, now, settings)
+    return admitted & ~(np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0)
+
+
+def free_gpus(jobs: LeaseJobs, reserved: dict[int, tuple[int, ...]], capacity: int,
+              settings: LeaseSettings) -> np.ndarray:
+    """(H,) GPUs of each lease of the window not reserved. `reserved`: job index -> lease
+    offsets from now that it holds (offsets outside the window are ignored)."""
+    H = settings.horizon_leases
+    if not reserved:
+        return np.full(H, capacity, dtype=np.int64)
+    counts = np.array([len(v) for v in reserved.values()], dtype=np.int64)
+    offsets = np.concatenate([np.asarray(v, dtype=np.int64) for v in reserved.values()])
+    gpus = np.repeat(jobs.gpus[np.fromiter(reserved, dtype=np.int64, count=len(reserved))], counts)
+    inside = (offsets >= 0) & (offsets < H)
+    used = np.bincount(offsets[inside], weights=gpus[inside], minlength=H)
+    return capacity - used.astype(np.int64)
+
+
+def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
+                   reserved: dict[int, tuple[int, ...]], capacity: int, now: float,
+                   settings: LeaseSettings) -> tuple[np.ndarray, dict[int, tuple[int, ...]]]:
+    """Admission control of `arriving` (job indices, in arrival order), one by one, against the
+    GPUs that the admitted jobs' reservations leave free (`free_gpus`): a job is admitted when
+    its latest-fit placement fits before a deadline (`chronus_admission.admit`), and then
+    reserves the leases of that placement. Returns (admitted mask, reservations including the
+    new ones). Best-effort arrivals and jobs with no reachable option are not admitted."""
+    admitted = admitted.copy()
+    reserved = dict(reserved)
+    reachable = _reachable(jobs, now, settings)
+    horizons = option_horizons(jobs, now, settings)
+    free = free_gpus(jobs, reserved, capacity, settings)
+    need = leases_needed(jobs.remaining_s, settings)
+    for j in arriving:
+        mine = reachable & (jobs.option_job == j)
+        if not mine.any():
+            continue
+        new = NewJob.from_values(jobs.gpus[j], need[j], jobs.option_value[mine], horizons[mine])
+        decision = admit(new, JobSet.empty(), free)
+        if decision.admitted:
+            admitted[j] = True
+            reserved[int(j)] = decision.leases[decision.new_index]
+            free[list(reserved[int(j)])] -= jobs.gpus[j]
+    return admitted, reserved
+
+
+@dataclass
+class BoundaryDecision:
+    """running (n,) bool: jobs holding GPUs in the next lease; plan: the lease MILP's outcome
+    over `planned` (job indices; plan job i is jobs[planned[i]]), None when no SLO job could be
+    planned; sigma: the sigma used; unplaced: admitted jobs (indices) the plan could not place;
+    reserved: job index -> lease offsets from now the plan gives each admitted job (the
+    reservations the next boundary admits against)."""
+
+    running: np.ndarray
+    plan: ChronusPlan | None
+    planned: np.ndarray
+    sigma: float
+    unplaced: np.ndarray
+    reserved: dict[int, tuple[int, ...]]
+
+
+def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: float,
+                  settings: LeaseSettings) -> BoundaryDecision:
+    """The lease MILP over admitted jobs and reachable SLO jobs, then shortest-remaining-service
+    fill of the GPUs it leaves free in lease 0 (module docstring)."""
+    reachable = _reachable(jobs, now, settings)
+    has_option = np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0
+    planned_mask = has_option | admitted
+    planned = np.flatnonzero(planned_mask)
+    waiting_outside = bool(np.any(~admitted))
+    sigma = float(settings.sigma if settings.sigma != "adaptive" else
+                  (-1.0 if waiting_outside else 1.0))
+    running = np.zeros(jobs.num_jobs, dtype=bool)
+    plan = None
+    if planned.size:
+        job_set, _ = _job_set(jobs, planned_mask, now, settings, reachable)
+        problem = LeaseProblem.from_arrays(
+            job_set.gpus, job_set.leases_needed, job_set.option_job, job_set.option_value,
+            job_set.option_horizon, np.full(settings.horizon_leases, capacity),
+            sigma=sigma, admitted=admitted[planned] & has_option[planned])
+        plan = solve_lease_problem(problem, solver=settings.solver,
+                                   time_limit=settings.time_limit)
+        holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],
+                               dtype=bool)
+        running[planned[holds_first]] = True
+    free = capacity - int(jobs.gpus[running].sum())
+    service = jobs.remaining_s * jobs.gpus
+    order = np.flatnonzero(~running)
+    order = order[np.argsort(service[order], kind="stable")]
+    running[fill_in_order(jobs.gpus, order, free)] = True
+    unplaced = planned[list(plan.unplaced)] if plan is not None else np.zeros(0, dtype=np.int64)
+    reserved = {} if plan is None else {
+        int(planned[i]): leases
+        for i, leases in _latest_reservations(problem, plan, admitted[planned]).items()}
+    return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved)
+
+
+def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
+                         admitted: np.ndarray) -> dict[int, tuple[int, ...]]:
+    """Reservations of the admitted plan jobs: lease 0 where the plan runs them, their other
+    leases re-packed latest-fit within their chosen option's horizon so that early leases stay
+    free for jobs that arrive later; the plan's own leases when that packing fails."""
+    keep = np.flatnonzero(admitted & (plan.chosen >= 0))
+    own = {int(i): plan.leases[int(i)] for i in keep}
+    first = np.array([0 in own[int(i)] for i in keep], dtype=bool)
+    need = problem.leases_needed[keep] - first
+    rest = need > 0
+    if not rest.any():
+        return own
+    # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here.
+    horizon = np.minimum(problem.option_horizon[plan.chosen[keep]], problem.num_leases) - 1
+    packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], need[rest], horizon[rest],
+                                             problem.capacity[1:])
+    if unplaced:
+        return own
+    out = {int(i): (0,) if f else () for i, f in zip(keep, first)}
+    for i, leases in packed.items():
+        job = int(keep[rest][i])
+        out[job] = out[job] + tuple(t + 1 for t in leases)
+    return out
+
+
+def fill_in_order(gpus: np.ndarray, order: np.ndarray, free: int) -> np.ndarray:
+    """Job indices that start, taking `order` in turn and skipping a job that does not fit in
+    the GPUs still free (later smaller jobs may). Vectorized per pass: each pass takes the
+    longest prefix of the remaining candidates that fits, then drops candidates larger than
+    what is left, so there are at most as many passes as distinct GPU counts."""
+    gpus = np.asarray(gpus, dtype=np.int64)
+    candidates = np.asarray(order, dtype=np.int64)
+    taken = []
+    candidates = candidates[gpus[candidates] <= free]
+    while candidates.size and free > 0:
+        fits = np.cumsum(gpus[candidates]) <= free
+        prefix = candidates[: int(np.argmin(fits)) if not fits.all() else candidates.size]
+        taken.append(prefix)
+        free -= int(gpus[prefix].sum())
+        candidates = candidates[prefix.size:]
+        candidates = candidates[gpus[candidates] <= free]
+    return np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)

@@ -1,0 +1,451 @@
+"""Chronus: the lease MILP of one lease boundary (formulations.md 3).
+
+Time is cut into leases t = 0..H-1 (lease 0 starts now); lease t has C_t GPUs free. Job j needs
+g_j GPUs (already rounded up to 1, 2, 4, 8n) in each of n_j more leases, not necessarily
+consecutive. Each job has deadline options k = (j, v): value u_k if the job finishes within the
+first D_k leases (D_k, the horizon, counts leases from now). With x_kt = 1 when option k holds
+lease t and s_k = 1 when option k is chosen:
+
+    max  sum_k u_k s_k + sigma * sum_k (g_k / max_t C_t) x_k0
+    s.t. sum_{t < D_k} x_kt = n_k s_k          per option k      (lease_count rows)
+         sum_k g_k x_kt    <= C_t              per lease t       (capacity rows)
+         sum_v s_(j,v)      = 1                per admitted job  (one_option rows)
+         sum_v s_(j,v)     <= 1                per other job
+         x_kt, s_k in {0, 1};  x_kt = 0 for t >= D_k (those columns are not created)
+
+sigma = +1 pulls guaranteed work into lease 0 (run early), sigma = -1 pushes it out (run late);
+|sigma term| <= C_0 / max C_t <= 1, so it only breaks ties between equal values in practice.
+Columns: x of option 0 (min(D_0, H) leases), x of option 1, ..., then s_0..s_{K-1}.
+x_kt also gets upper bound 0 when g_k > C_t and s_k when D_k < n_k (the rows would force it).
+
+Solving (`solve_lease_problem`), one time limit (default 5 s) for all stages:
+
+1. LP: `lease_relaxation` (the LP relaxation tightened by x_kt <= s_k) with HiGHS. Its optimum
+   is the bound; an integral LP solution is an optimal plan at once.
+2. Rounding: `chronus_rounding.lp_roundings` turns the LP solution into plans (milliseconds).
+3. Restricted MILP (RINS): `solver` on the MILP with s_k fixed wherever the LP's s_k is
+   integral and the rounded plan agrees, started from the rounded plan (a MIP start on cpsat
+   and scip; cbc ignores it), until it proves that neighbourhood optimal or the time is up.
+4. Full MILP: `solver` on the whole MILP, started from the best plan so far (else from the
+   rounding's incomplete one), for whatever time stage 3 left (on contended instances usually
+   none); its bound can only lower the LP's.
+
+The plan is the best of stages 1-4 (objective recomputed from the integral plan; `details`
+names its stage: "lp", "lp_rounding", "restricted" or "solver"); bound = min(LP bound, full
+MILP bound). Status optimal only when proven: the full MILP says so, or objective and bound
+agree to PROVEN_GAP; otherwise feasible. Stages 3-4 are skipped once the gap is proven or within
+`mip_gap`, or (with a plan in hand) when no time is left; each MILP stage leaves STOP_SECONDS
+of the budget for its solver to stop in. Stage 3's proof covers only its neighbourhood, so it
+never makes the status optimal. The pipeline and `DEFAULT_SOLVER` were picked by
+benchmarks/chronus_scaling.py (tables in benchmarks/README.md). The stages after 1 use the LP
+only when it is solved to optimality (a limit or error skips stages 1-3). Without any plan, the
+plan comes from `latest_fit_greedy` and `used_fallback` is True (solver errors such as an
+unknown name raise SolveError, no fallback); if the greedy cannot place every admitted job, the
+status is infeasible and the plan holds what it placed (bound None).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from schedopt.backends import SolveOptions, SolveResult, Status, solve_lp
+from schedopt.backends.base import LinearProgram, relative_gap
+from schedopt.errors import PolicyError
+from schedopt.policies.chronus.rounding import lp_roundings
+
+DEFAULT_SOLVER = "cpsat"
+# Seconds a MILP stage runs past its solver's time limit (building and reading the model,
+# presolve, stopping threads): 0.07-0.21 s measured on the 400-job model with cpsat and scip.
+# Each MILP stage's limit leaves this much of the budget unused, so that the whole solve ends
+# within time_limit. (cbc runs seconds past its limit on that model; it is not the default.)
+STOP_SECONDS = 0.25
+# Objective and bound this close (relative gap) count as a proof of optimality.
+PROVEN_GAP = 1e-9
+# LP column values this close to an integer count as integral (HiGHS's primal feasibility
+# tolerance is 1e-7).
+INTEGRALITY_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class LeaseProblem:
+    """One lease boundary, validated. Units: GPUs (gpus, capacity), leases (leases_needed,
+    option_horizon: leases from now, so option k may use leases 0..option_horizon[k]-1), value
+    (option_value: any unit, larger is better).
+
+    gpus (n,), leases_needed (n,), admitted (n,) bool: jobs that must get one option;
+    option_job (K,) job of each option, option_value (K,), option_horizon (K,);
+    capacity (H,) GPUs free in lease t. A job's options are tried by the greedy in the order
+    they appear here.
+    """
+
+    gpus: np.ndarray
+    leases_needed: np.ndarray
+    option_job: np.ndarray
+    option_value: np.ndarray
+    option_horizon: np.ndarray
+    capacity: np.ndarray
+    admitted: np.ndarray
+    sigma: float = 1.0
+
+    @property
+    def num_jobs(self) -> int:
+        return self.gpus.shape[0]
+
+    @property
+    def num_options(self) -> int:
+        return self.option_job.shape[0]
+
+    @property
+    def num_leases(self) -> int:
+        return self.capacity.shape[0]
+
+    @classmethod
+    def from_arrays(cls, gpus, leases_needed, option_job, option_value, option_horizon, capacity,
+                    sigma: float = 1.0, admitted=None) -> LeaseProblem:
+        def ints(value, name, minimum):
+            arr = np.asarray(value)
+            if arr.ndim != 1:
+                raise PolicyError(f"{name} must be a 1-D array, got shape {arr.shape}")
+            if arr.size and (not np.all(np.isfinite(arr.astype(float)))
+                             or np.any(arr != np.round(arr)) or np.any(arr < minimum)):
+                raise PolicyError(f"{name} must hold integers >= {minimum}")
+            return arr.astype(np.int64)
+
+        g = ints(gpus, "gpus", 1)
+        n = ints(leases_needed, "leases_needed", 1)
+        job = ints(option_job, "option_job", 0)
+        horizon = ints(option_horizon, "option_horizon", 1)
+        cap = ints(capacity, "capacity", 0)
+        value = np.asarray(option_value, dtype=np.float64)
+        if n.shape != g.shape:
+            raise PolicyError(f"leases_needed has shape {n.shape}, gpus {g.shape}")
+        if value.shape != job.shape or horizon.shape != job.shape:
+            raise PolicyError("option_job, option_value and option_horizon must have the same shape")
+        if not np.all(np.isfinite(value)):
+            raise PolicyError("option_value must be finite")
+        if job.size and job.max() >= g.size:
+            raise PolicyError(f"option_job refers to job {job.max()}, but there are {g.size} jobs")
+        if cap.size == 0:
+            raise PolicyError("capacity needs at least one lease")
+        if not np.isfinite(sigma):
+            raise PolicyError("sigma must be finite")
+        adm = np.ones(g.size, dtype=bool) if admitted is None else np.asarray(admitted, dtype=bool)
+        if adm.shape != g.shape:
+            raise PolicyError(f"admitted has shape {adm.shape}, gpus {g.shape}")
+        missing = np.flatnonzero(adm & (np.bincount(job, minlength=g.size) == 0))
+        if missing.size:
+            raise PolicyError(f"admitted job(s) {missing.tolist()} have no deadline option")
+        return cls(g, n, job, value, horizon, cap, adm, float(sigma))
+
+
+@dataclass
+class ChronusPlan:
+    """The outcome of one lease solve.
+
+    `leases[j]`: lease indices job j holds (empty when not scheduled); `chosen[j]`: index of its
+    chosen option into the option arrays, -1 when not scheduled. `objective` is the MILP
+    objective of this plan (recomputed from the integral plan), `bound` a proven upper bound on
+    the optimum (the smaller of the LP relaxation's and the full MILP solver's; None without
+    one), `gap` their relative gap. `used_fallback`: the plan came from the latest-fit greedy
+    because no stage had a plan. `unplaced`: admitted jobs the plan does not schedule (only
+    possible with the fallback; then status is infeasible). `details`: see
+    `solve_lease_problem`.
+    """
+
+    status: Status
+    objective: float | None
+    bound: float | None
+    leases: dict[int, tuple[int, ...]]
+    chosen: np.ndarray
+    used_fallback: bool
+    solver: str
+    solve_seconds: float
+    termination: str = ""
+    unplaced: tuple[int, ...] = ()
+    details: dict = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        return relative_gap(self.objective, self.bound)
+
+
+def _option_columns(problem: LeaseProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(option of each x column, lease of each x column, start offset of each option)."""
+    length = np.minimum(problem.option_horizon, problem.num_leases)
+    start = np.concatenate(([0], np.cumsum(length)))
+    option = np.repeat(np.arange(problem.num_options), length)
+    lease = np.arange(start[-1]) - start[option]
+    return option, lease, start
+
+
+def lease_milp(problem: LeaseProblem) -> LinearProgram:
+    """The MILP of the module docstring as a LinearProgram (x columns, then s columns)."""
+    K, H, J = problem.num_options, problem.num_leases, problem.num_jobs
+    option, lease, _ = _option_columns(problem)
+    X = option.shape[0]
+    n_cols = X + K
+    g_opt = problem.gpus[problem.option_job]
+    n_opt = problem.leases_needed[problem.option_job]
+
+    # lease_count: sum_t x_kt - n_k s_k = 0
+    lease_count = sp.csr_matrix(
+        (np.concatenate((np.ones(X), -n_opt.astype(float))),
+         (np.concatenate((option, np.arange(K))), np.arange(n_cols))), shape=(K, n_cols))
+    # capacity: sum_k g_k x_kt <= C_t
+    capacity = sp.csr_matrix((g_opt[option].astype(float), (lease, np.arange(X))), shape=(H, n_cols))
+    # one_option: sum_v s_(j,v) = 1 (admitted) or <= 1
+    one_option = sp.csr_matrix((np.ones(K), (problem.option_job, X + np.arange(K))),
+                               shape=(J, n_cols))
+    A = sp.vstack([lease_count, capacity, one_option], format="csr")
+    row_lower = np.concatenate((np.zeros(K), np.full(H, -np.inf), problem.admitted.astype(float)))
+    row_upper = np.concatenate((np.zeros(K), problem.capacity.astype(float), np.ones(J)))
+
+    c = np.zeros(n_cols)
+    c[X:] = problem.option_value
+    first = lease == 0
+    c[np.flatnonzero(first)] = problem.sigma * g_opt[option[first]] / max(problem.capacity.max(), 1)
+    col_upper = np.ones(n_cols)
+    col_upper[:X] = (g_opt[option] <= problem.capacity[lease]).astype(float)
+    col_upper[X:] = (np.minimum(problem.option_horizon, H) >= n_opt).astype(float)
+    return LinearProgram(c=c, A=A, row_lower=row_lower, row_upper=row_upper,
+                         col_lower=np.zeros(n_cols), col_upper=col_upper, maximize=True,
+                         integer=np.ones(n_cols, dtype=bool))
+
+
+def lease_relaxation(problem: LeaseProblem) -> LinearProgram:
+    """The LP relaxation of `lease_milp` (same columns, no integer ones) with one more row per x
+    column: x_kt - s_k <= 0.
+
+    The rows are valid for the MILP: in an integral solution s_k = 0 forces every x_kt of
+    option k to 0 (lease_count: sum_t x_kt = n_k s_k = 0), and otherwise x_kt <= 1 = s_k. They cut
+    fractional points that put more of an option into one lease than the option is chosen
+    (e.g. x_kt = 1 with s_k = 1/n_k); on the 400-job benchmark they lower the bound by 0.3-0.7%.
+    """
+    milp = lease_milp(problem)
+    option, _, _ = _option_columns(problem)
+    X = option.shape[0]
+    rows = np.arange(X)
+    vub = sp.csr_matrix((np.concatenate((np.ones(X), -np.ones(X))),
+                         (np.concatenate((rows, rows)), np.concatenate((rows, X + option)))),
+                        shape=(X, milp.num_cols))
+    return replace(milp, A=sp.vstack([milp.A, vub], format="csr"),
+                   row_lower=np.concatenate((milp.row_lower, np.full(X, -np.inf))),
+                   row_upper=np.concatenate((milp.row_upper, np.zeros(X))), integer=None)
+
+
+def plan_objective(problem: LeaseProblem, chosen: np.ndarray,
+                   leases: dict[int, tuple[int, ...]]) -> float:
+    """The MILP objective of a plan: chosen values plus the sigma term of jobs holding lease 0."""
+    held = np.zeros((problem.num_jobs, problem.num_leases), dtype=bool)
+    jobs = np.repeat(np.fromiter(leases, dtype=np.int64, count=len(leases)),
+                     [len(t) for t in leases.values()])
+    held[jobs, np.fromiter(itertools.chain.from_iterable(leases.values()), dtype=np.int64)] = True
+    return _objective(problem, chosen, held)
+
+
+def _objective(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray) -> float:
+    """`plan_objective` of a plan given as held[j, t] (n, H) bool."""
+    value = float(problem.option_value[chosen[chosen >= 0]].sum())
+    scale = max(int(problem.capacity.max()), 1)
+    return value + problem.sigma * float(problem.gpus[held[:, 0]].sum()) / scale
+
+
+def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tuple[int, ...]], tuple[int, ...]]:
+    """Latest-fit packing: (chosen, leases, unplaced admitted jobs).
+
+    Jobs in index order; for each job its options in the order given; an option fits when at
+    least n_j leases t < min(D_k, H) still have g_j GPUs free, and then the job takes the n_j
+    LATEST such leases and no further option is tried. A job none of whose options fits is not
+    scheduled (chosen -1); if it was admitted it is listed in `unplaced`. Sequential by nature
+    (each placement changes what is free), one numpy step per option.
+    """
+    free = problem.capacity.astype(np.int64).copy()
+    chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
+    leases: dict[int, tuple[int, ...]] = {}
+    order = np.argsort(problem.option_job, kind="stable")
+    for k in order:
+        j = int(problem.option_job[k])
+        if chosen[j] >= 0:
+            continue
+        g, n = problem.gpus[j], problem.leases_needed[j]
+        fits = np.flatnonzero(free[: min(problem.option_horizon[k], problem.num_leases)] >= g)
+        if fits.size >= n:
+            take = fits[fits.size - n:]
+            free[take] -= g
+            chosen[j] = k
+            leases[j] = tuple(int(t) for t in take)
+    unplaced = tuple(int(j) for j in np.flatnonzero(problem.admitted & (chosen < 0)))
+    return chosen, leases, unplaced
+
+
+def _read_plan(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(chosen, held) of a 0/1 column vector of `lease_milp` (held[j, t]: (n, H) bool)."""
+    option, lease, _ = _option_columns(problem)
+    X = option.shape[0]
+    s = x[X:] > 0.5
+    chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
+    chosen[problem.option_job[s]] = np.flatnonzero(s)
+    on = (x[:X] > 0.5) & s[option]
+    held = np.zeros((problem.num_jobs, problem.num_leases), dtype=bool)
+    held[problem.option_job[option[on]], lease[on]] = True
+    return chosen, held
+
+
+def _plan_vector(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """The 0/1 column vector of `lease_milp` for a plan (inverse of `_read_plan`)."""
+    option, _, start = _option_columns(problem)
+    X = option.shape[0]
+    vector = np.zeros(X + problem.num_options)
+    jobs, leases = np.nonzero(held & (chosen >= 0)[:, None])
+    vector[start[chosen[jobs]] + leases] = 1.0
+    vector[X + chosen[chosen >= 0]] = 1.0
+    return vector
+
+
+def _lp_values(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(s (K,), x (K, H)) of a column vector of `lease_milp`, x 0 past each horizon."""
+    option, lease, _ = _option_columns(problem)
+    X = option.shape[0]
+    by_lease = np.zeros((problem.num_options, problem.num_leases))
+    by_lease[option, lease] = x[:X]
+    return x[X:], by_lease
+
+
+def _restricted(problem: LeaseProblem, milp: LinearProgram, x_lp: np.ndarray,
+                plan: np.ndarray) -> LinearProgram:
+    """`milp` with each s_k fixed to the plan's value where the LP's s_k already equals it
+    (RINS: the option choices the LP and the rounding agree on stay, the rest is searched)."""
+    fixed = np.zeros(milp.num_cols, dtype=bool)
+    X = milp.num_cols - problem.num_options
+    fixed[X:] = np.abs(x_lp[X:] - plan[X:]) <= INTEGRALITY_TOLERANCE
+    return replace(milp, col_lower=np.where(fixed, plan, milp.col_lower),
+                   col_upper=np.where(fixed, plan, milp.col_upper))
+
+
+@dataclass
+class _Best:
+    """The best complete plan offered so far (every admitted job scheduled) and its stage."""
+
+    problem: LeaseProblem
+    source: str = ""
+    objective: float = -np.inf
+    chosen: np.ndarray | None = None
+    held: np.ndarray | None = None
+
+    def offer(self, source: str, chosen: np.ndarray, held: np.ndarray) -> None:
+        if np.any(chosen[self.problem.admitted] < 0):
+            return
+        objective = _objective(self.problem, chosen, held)
+        if objective > self.objective:
+            self.source, self.objective, self.chosen, self.held = source, objective, chosen, held
+
+    def offer_result(self, source: str, result: SolveResult) -> None:
+        if result.status.has_solution and result.x is not None:
+            self.offer(source, *_read_plan(self.problem, result.x))
+
+    def stop_reason(self, bound: float | None, mip_gap: float | None, left: float | None) -> str:
+        """Why stages 3-4 can be skipped, or "" while they cannot (always "" without a plan)."""
+        gap = relative_gap(self.objective if self.chosen is not None else None, bound)
+        if gap is not None and gap <= PROVEN_GAP:
+            return "optimal: the plan attains the LP bound"
+        if gap is not None and mip_gap is not None and gap <= mip_gap:
+            return f"gap {gap:.3g} <= mip_gap {mip_gap:g} against the LP bound"
+        if self.chosen is not None and left == 0.0:
+            return "time limit reached before the full MILP"
+        return ""
+
+
+def solve_lease_problem(problem: LeaseProblem, solver: str = DEFAULT_SOLVER,
+                        time_limit: float | None = 5.0, mip_gap: float | None = None,
+                        threads: int | None = None) -> ChronusPlan:
+    """Solve one lease boundary by the stages of the module docstring. time_limit: seconds for
+    all stages together (None: no limit); mip_gap: relative gap to the bound at which the MILP
+    stages stop; threads: solver threads. `details` holds incumbent_from, lp_bound,
+    solver_bound and stage_end (seconds from the start at which each stage that ran ended)."""
+    start = time.perf_counter()
+
+    def left(reserve: float = 0.0) -> float | None:
+        """Seconds of the budget left after `reserve` more (None: no limit)."""
+        if time_limit is None:
+            return None
+        return max(time_limit - (time.perf_counter() - start) - reserve, 0.0)
+
+    def options(limit: float | None, hint: np.ndarray | None = None) -> SolveOptions:
+        return SolveOptions(time_limit=limit, mip_gap=mip_gap, threads=threads, start=hint)
+
+    milp = lease_milp(problem)
+    best = _Best(problem)
+    stage_end: dict[str, float] = {}
+    lp_bound = hint = full = None
+    relaxation = solve_lp(lease_relaxation(problem), "highs",
+                          SolveOptions(time_limit=left(), threads=threads))
+    stage_end["lp"] = time.perf_counter() - start
+    if relaxation.status is Status.OPTIMAL:
+        lp_bound, x = relaxation.objective, relaxation.x
+        if np.all(np.abs(x - np.round(x)) <= INTEGRALITY_TOLERANCE):
+            best.offer("lp", *_read_plan(problem, x))
+        rounded = lp_roundings(problem, *_lp_values(problem, x))
+        for plan in rounded:
+            best.offer("lp_rounding", *plan)
+        hint = _plan_vector(problem, *(rounded[0] if best.chosen is None else (best.chosen,
+                                                                             best.held)))
+        stage_end["lp_rounding"] = time.perf_counter() - start
+        if left(STOP_SECONDS) != 0.0 and not best.stop_reason(lp_bound, mip_gap, left()):
+            best.offer_result("restricted", solve_lp(_restricted(problem, milp, x, hint), solver,
+                                                     options(left(STOP_SECONDS), hint)))
+            stage_end["restricted"] = time.perf_counter() - start
+    stopped = best.stop_reason(lp_bound, mip_gap, left(STOP_SECONDS))
+    if not stopped:
+        if best.chosen is not None:
+            hint = _plan_vector(problem, best.chosen, best.held)
+        full = solve_lp(milp, solver, options(left(STOP_SECONDS), hint))
+        best.offer_result("solver", full)
+        stage_end["solver"] = time.perf_counter() - start
+    solver_bound = None if full is None else full.bound
+    bounds = [b for b in (lp_bound, solver_bound) if b is not None]
+    bound = min(bounds) if bounds else None
+    details = {"incumbent_from": best.source, "lp_bound": lp_bound, "solver_bound": solver_bound,
+               "stage_end": stage_end}
+    termination = stopped or full.termination
+    if best.chosen is None:
+        chosen, leases, unplaced = latest_fit_greedy(problem)
+        status = Status.INFEASIBLE if unplaced else Status.FEASIBLE
+        return ChronusPlan(status=status, objective=plan_objective(problem, chosen, leases),
+                           bound=bound if status is Status.FEASIBLE else None, leases=leases,
+                           chosen=chosen, used_fallback=True, solver=solver,
+                           solve_seconds=time.perf_counter() - start, termination=termination,
+                           unplaced=unplaced, details=details)
+    gap = relative_gap(best.objective, bound)
+    proven = (full is not None and full.status is Status.OPTIMAL) or (gap is not None
+                                                                      and gap <= PROVEN_GAP)
+    leases = {int(j): tuple(np.flatnonzero(best.held[j]).tolist())
+              for j in np.flatnonzero(best.chosen >= 0)}
+    return ChronusPlan(status=Status.OPTIMAL if proven else Status.FEASIBLE,
+                       objective=best.objective,
+                       bound=best.objective if proven and bound is None else bound, leases=leases,
+                       chosen=best.chosen, used_fallback=False, solver=solver,
+                       solve_seconds=time.perf_counter() - start, termination=termination,
+                       details=details)
+
+
+def chronus_lease_milp(gpus, leases_needed, option_job, option_value, option_horizon, capacity,
+                       sigma: float = 1.0, solver: str = DEFAULT_SOLVER,
+                       time_limit: float | None = 5.0, mip_gap: float | None = None,
+                       admitted=None, threads: int | None = None) -> ChronusPlan:
+    """Solve the Chronus lease MILP from arrays (units in `LeaseProblem`).
+
+    gpus (n,) GPUs per job, rounded up to 1, 2, 4, 8n; leases_needed (n,) leases each job still
+    needs; option_job / option_value / option_horizon (K,) one entry per deadline option (job
+    index, value u, horizon D in leases from now); capacity (H,) GPUs free in lease t = 0..H-1;
+    admitted (n,) bool, default all: jobs that must get exactly one option (others at most one).
+    time_limit in seconds (None: no limit). Returns a `ChronusPlan`.
+    """
+    problem = LeaseProblem.from_arrays(gpus, leases_needed, option_job, option_value,
+                                       option_horizon, capacity, sigma=sigma, admitted=admitted)
+    return solve_lease_problem(problem, solver=solver, time_limit=time_limit, mip_gap=mip_gap,
+                               threads=threads)

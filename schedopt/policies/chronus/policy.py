@@ -1,0 +1,76 @@
+"""The `chronus` policy: one lease boundary of an instance, as `schedopt solve --policy chronus`
+and `schedopt.solve(instance, "chronus")` run it (and a simulator can call every lease).
+
+Every queued job is active at `instance.now`. The SLO jobs go through admission control in
+arrival order (ties: file order) against an empty reservation map; then the lease MILP and the
+shortest-remaining-service fill of `chronus_boundary.plan_boundary` decide the next lease.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from schedopt.backends import SolveOptions, Status
+from schedopt.core.outcome import Outcome
+from schedopt.policies.chronus.boundary import (
+    LeaseInstance,
+    LeaseSettings,
+    admit_arrivals,
+    plan_boundary,
+)
+from schedopt.instance.model import Instance
+
+DEFAULT_TIME_LIMIT = 5.0  # seconds per lease MILP, as in Chronus's artifact
+
+
+def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
+                   lease_seconds: float = 1200.0, resume_overhead_s: float = 30.0,
+                   horizon_leases: int = 96, sigma: float | str = "adaptive",
+                   gpu_type: str | None = None, round_up: bool = True) -> Outcome:
+    """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
+
+    Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
+    else 0; objective / bound: the lease MILP's (sum of chosen option values + sigma term), 0
+    when no SLO job can be planned; status: the MILP's. details: `leases` {job id: lease
+    indices held, 0 = the next lease} for every job the plan schedules and the best-effort jobs
+    that get lease 0, `admitted` and `rejected` (SLO job ids), `running` (job ids in lease 0),
+    `lease_seconds`, `gpu_type`, `gpus` (pool size), `sigma` (as used), `gap`,
+    `used_fallback`, `milp_seconds`. options.time_limit defaults to 5 s.
+    """
+    clock = time.perf_counter()
+    settings = LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma, solver,
+                             DEFAULT_TIME_LIMIT if options.time_limit is None
+                             else options.time_limit)
+    data = LeaseInstance.from_instance(instance, gpu_type, round_up)
+    everyone = np.arange(data.num_jobs)
+    jobs = data.lease_jobs(everyone, data.run_s)
+    arriving = np.lexsort((everyone, data.arrival))
+    admitted, _ = admit_arrivals(jobs, np.zeros(data.num_jobs, dtype=bool), arriving, {},
+                                 data.capacity, instance.now, settings)
+    decision = plan_boundary(jobs, admitted, data.capacity, instance.now, settings)
+    plan = decision.plan
+    ids = data.ids
+    leases = {ids[i]: [0] for i in np.flatnonzero(decision.running)}
+    if plan is not None:
+        leases.update({ids[decision.planned[i]]: list(held)
+                       for i, held in plan.leases.items() if held})
+    X = np.zeros((data.num_jobs, len(instance.cluster.gpu_types)))
+    X[decision.running, list(instance.cluster.gpu_types).index(data.gpu_type)] = 1.0
+    slo = jobs.is_slo
+    details = {
+        "leases": leases,
+        "admitted": ids[admitted].tolist(),
+        "rejected": ids[slo & ~admitted].tolist(),
+        "running": ids[decision.running].tolist(),
+        "lease_seconds": settings.lease_seconds, "gpu_type": data.gpu_type,
+        "gpus": int(data.capacity), "sigma": decision.sigma,
+        "gap": None if plan is None else plan.gap,
+        "used_fallback": False if plan is None else plan.used_fallback,
+        "milp_seconds": None if plan is None else plan.solve_seconds,
+    }
+    if plan is None:
+        return Outcome.from_status(X, Status.OPTIMAL, 0.0, 0.0, time.perf_counter() - clock, solver, details)
+    return Outcome.from_status(X, plan.status, plan.objective, plan.bound, time.perf_counter() - clock,
+                   solver, details)

@@ -1,0 +1,458 @@
+"""Gavel's heterogeneity-aware throughput-matrix LPs (formulations.md section 1).
+
+Every policy shares Gavel's base constraints on the allocation X (M jobs x J GPU types):
+    X >= 0,   sum_j X[m,j] <= 1,   sum_m s_m X[m,j] <= c_j,
+plus X[m,j] = 0 where job m cannot run on type j (zero throughput, or s_m > c_j: a job never
+gets a fraction of a type that has fewer GPUs than it needs; Gavel does not impose this).
+thr_m(X) = sum_j T[m,j] X[m,j] is job m's effective throughput in steps/s.
+
+    max_min_fairness     max  min_m  s_m thr_m(X) / (w_m thr^eq_m)         thr^eq: equal share
+    min_makespan         min  max_m  R_m / thr_m(X)     as one LP: max z s.t. thr_m(X)/R_m >= z
+    finish_time_fairness min  max_m  rho_m(X)           bisection on rho over LP feasibility
+    max_total_throughput max  sum_m thr_m(X)                                 (steps/s)
+    min_cost             max  sum_m sum_j T[m,j] X[m,j] / cost_j   s.t. optional SLO rows
+                                                        thr_m(X) >= R_m / (time to deadline)
+The *agnostic* variants solve the same LP as if every GPU type were alike: max-min with every
+runnable T[m,j] = 1 (Gavel's LAS), makespan/FTF with every runnable T[m,j] = the job's best
+throughput (Gavel hard-codes its V100 column there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends.base import LinearProgram
+from schedopt.errors import PolicyError
+from schedopt.core.outcome import Outcome
+from schedopt.policies.gavel.blocks import (allocation_bounds, base_rows, column,
+                                          effective_throughput, fill_leftover, per_job_rows,
+                                          scale_rows, solve_allocation_lp)
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.gavel.levels import LevelProblem, LevelSolution, max_level
+
+DECOMPOSITION = "decomposition"  # solver name of the price decomposition (`levels.py`)
+
+
+def _empty(problem: ThroughputProblem, solver: str, objective: float | None = None) -> Outcome:
+    return Outcome.from_status(np.zeros((problem.num_jobs, problem.num_types)), Status.OPTIMAL,
+                   objective, objective, 0.0, solver)
+
+
+def _lp_with_aux(problem: ThroughputProblem, rows: sp.csr_matrix, row_lower: np.ndarray,
+                 row_upper: np.ndarray, aux_cost: np.ndarray, aux_upper: np.ndarray,
+                 x_cost: np.ndarray | None = None, x_upper: np.ndarray | None = None,
+                 maximize: bool = True, job_scale: np.ndarray | None = None) -> LinearProgram:
+    """LP over [X (or Y = X / job_scale), aux] with the base constraints plus `rows` (already
+    built on M*J+k columns)."""
+    k = aux_cost.shape[0]
+    base, base_lo, base_hi = base_rows(problem, extra_cols=k, job_scale=job_scale)
+    col_lo, col_hi = allocation_bounds(problem)
+    if x_upper is not None:
+        col_hi = np.minimum(col_hi, x_upper)
+    MJ = problem.num_jobs * problem.num_types
+    return LinearProgram(
+        c=np.concatenate([np.zeros(MJ) if x_cost is None else x_cost, aux_cost]),
+        A=sp.vstack([base, rows], format="csr"),
+        row_lower=np.concatenate([base_lo, row_lower]),
+        row_upper=np.concatenate([base_hi, row_upper]),
+        col_lower=np.concatenate([col_lo, np.zeros(k)]),
+        col_upper=np.concatenate([col_hi, aux_upper]),
+        maximize=maximize,
+    )
+
+
+def _outcome(result, X, objective: float | None, bound: float | None, solver: str,
+             status: Status | None = None) -> Outcome:
+    """Outcome of one LP solve; names the solver's own reason when it did not prove optimality."""
+    status = status or result.status
+    if X is None:
+        objective = bound = None
+    details = {} if status is Status.OPTIMAL else {"termination": result.termination}
+    return Outcome.from_status(X, status, objective, bound, result.solve_seconds, solver, details)
+
+
+# ---------------------------------------------------------------- max-min fairness
+
+def normalized_throughput(problem: ThroughputProblem, agnostic: bool = False) -> np.ndarray:
+    """(M, J) coefficients a with a[m] @ X[m] = job m's max-min objective term.
+
+    Heterogeneity-aware: s_m T[m,j] / (w_m thr^eq_m). Agnostic: s_m / w_m on runnable types.
+    """
+    s_over_w = (problem.scale_factor / problem.weight)[:, None]
+    if agnostic:
+        return s_over_w * problem.runnable
+    return s_over_w * problem.throughput / problem.equal_share_throughput[:, None]
+
+
+def solve_levels(problem: ThroughputProblem, gain: np.ndarray, jobs: np.ndarray | None = None,
+                 start: dict | None = None):
+    """`levels.max_level` for max t s.t. gain[m] @ X[m] >= t over `jobs` (default all) under
+    the base constraints; returns (LevelSolution, (M, J) allocation with the others at 0 and
+    the GPUs it leaves idle handed out by `fill_leftover`). `start`: a previous outcome's
+    details (its "prices" and "level") to warm-start from."""
+    jobs = np.arange(problem.num_jobs) if jobs is None else jobs
+    solution = max_level(LevelProblem(gain[jobs], problem.scale_factor[jobs], problem.capacity),
+                         start=start)
+    X = np.zeros((problem.num_jobs, problem.num_types))
+    X[jobs] = solution.allocation
+    eligible = np.zeros(problem.num_jobs, bool)
+    eligible[jobs] = True
+    return solution, fill_leftover(problem, X, eligible)
+
+
+def _level_outcome(solution: LevelSolution, X: np.ndarray, objective: float,
+                   bound: float) -> Outcome:
+    details = {"rounds": solution.details["rounds"], "gap": solution.gap,
+               "prices": solution.prices.tolist(), "level": solution.level}
+    return Outcome.from_status(X, solution.status, objective, bound, solution.seconds, DECOMPOSITION, details)
+
+
+def max_min_fairness(problem: ThroughputProblem, solver: str = DECOMPOSITION,
+                     options: SolveOptions = SolveOptions(), agnostic: bool = False,
+                     start: dict | None = None, robust: float = 0.0) -> Outcome:
+    """Maximize min_m a[m] @ X[m] (see `normalized_throughput`); objective is that minimum.
+
+    solver "decomposition" (the default) is `levels.max_level`: exact to a proven relative gap
+    of 1e-6 at any scale; any backend name solves the whole LP with it instead. `start`: the
+    previous solve's `details` (GPU prices and level) to warm-start the decomposition from.
+    robust = r > 0: maximize the level guaranteed for every true matrix in the box
+    [(1-r) T, (1+r) T] instead (`robust.robust_max_min_fairness`)."""
+    if problem.num_jobs == 0:
+        return _empty(problem, solver)
+    problem.require_runnable()
+    if robust:
+        if agnostic:
+            raise PolicyError("robust applies to heterogeneity-aware max_min_fairness: the "
+                              "agnostic objective does not depend on the throughputs")
+        from schedopt.policies.gavel.robust import robust_max_min_fairness
+        return robust_max_min_fairness(problem, robust,
+                                       "highs" if solver == DECOMPOSITION else solver, options)
+    a = normalized_throughput(problem, agnostic) * problem.runnable
+    if solver == DECOMPOSITION:
+        solution, X = solve_levels(problem, a, start=start)
+        return _level_outcome(solution, X, float(np.min(np.einsum("mj,mj->m", a, X))),
+                              solution.bound)
+    M, J = a.shape
+    rows = per_job_rows(a, 1) - column(np.ones(M), M * J, M * J + 1)
+    rows, lo, hi = scale_rows(rows, np.zeros(M), np.full(M, np.inf))
+    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf))
+    result, X = solve_allocation_lp(problem, lp, solver, options)
+    objective = float(np.min(np.einsum("mj,mj->m", a, X))) if X is not None else None
+    return _outcome(result, X, objective, result.bound, solver)
+
+
+def max_min_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False,
+                      robust: float = 0.0) -> float:
+    """min_m a[m] @ X[m], the max-min objective of any allocation X (dimensionless); with
+    robust = r > 0 its worst case over the box (`robust.worst_case_levels`)."""
+    if problem.num_jobs == 0:
+        return 0.0
+    if robust and not agnostic:
+        from schedopt.policies.gavel.robust import worst_case_levels
+        return float(np.min(worst_case_levels(problem, X, robust)))
+    a = normalized_throughput(problem, agnostic) * problem.runnable
+    return float(np.min(np.einsum("mj,mj->m", a, X)))
+
+
+
+
+# ---------------------------------------------------------------- makespan
+
+def _uniform_throughput(problem: ThroughputProblem) -> ThroughputProblem:
+    """The agnostic view: every runnable type runs job m at its best throughput."""
+    best = np.max(problem.throughput * problem.runnable, axis=1, keepdims=True)
+    return dataclasses.replace(problem, throughput=best * problem.runnable)
+
+
+def makespan_of(problem: ThroughputProblem, X: np.ndarray) -> float:
+    """Seconds until the last job with work left finishes at its effective throughput."""
+    active = problem.remaining_steps > 0
+    if not active.any():
+        return 0.0
+    thr = effective_throughput(problem, X)[active]
+    with np.errstate(divide="ignore"):
+        time_left = problem.remaining_steps[active] / np.maximum(thr, 1e-300)
+        return float(np.max(np.where(thr > 0, time_left, np.inf)))
+
+
+def _need_rows(problem: ThroughputProblem, active: np.ndarray, need: np.ndarray):
+    """Rows sum_j (T[m,j] / Tbest_m) Y[m,j] - z >= 0 for the active jobs, over columns [Y, z]
+    with X = need[m] * Y: "job m gets the fraction `need[m]` of its best type's time, times z".
+    Returns (rows, lower, upper, job_scale, x_upper)."""
+    T = problem.throughput * problem.runnable
+    M, J = T.shape
+    rows = per_job_rows(T / T.max(axis=1, keepdims=True), 1) - column(np.ones(M), M * J, M * J + 1)
+    keep = np.flatnonzero(active)
+    job_scale = np.where(active, need, 1.0)
+    return (rows[keep], np.zeros(keep.size), np.full(keep.size, np.inf), job_scale,
+            np.where(np.repeat(active, J), np.inf, 0.0))
+
+
+def _checked(status: Status, objective: float, bound: float | None, tolerance: float) -> Status:
+    """Downgrade `optimal` to `feasible` when the allocation's own objective misses the bound."""
+    if status is Status.OPTIMAL and (bound is None or not np.isfinite(objective) or
+                                     abs(objective - bound) > tolerance * max(abs(bound), 1e-12)):
+        return Status.FEASIBLE
+    return status
+
+
+def min_makespan(problem: ThroughputProblem, solver: str = DECOMPOSITION,
+                 options: SolveOptions = SolveOptions(), agnostic: bool = False,
+                 start: dict | None = None) -> Outcome:
+    """Minimize the makespan max_m R_m / thr_m(X) (seconds) exactly, as one LP.
+
+    With d_m = R_m / Tbest_m (job m's fastest possible time) and D = max d_m, the LP is
+    max z  s.t.  sum_j (T[m,j] / Tbest_m) X[m,j] >= (d_m / D) z, and makespan = D / z;
+    solver "decomposition" (the default) solves it with `levels.max_level` (`start`: as for
+    `max_min_fairness`).
+    Each job's columns are scaled by d_m / D (see `_need_rows`), so a job with one step left
+    next to a week-long one still gets its share.
+    """
+    problem.require_remaining_steps("min_makespan")
+    if agnostic:
+        problem = _uniform_throughput(problem)
+    active = problem.remaining_steps > 0
+    if not active.any():
+        return _empty(problem, solver, 0.0)
+    problem.require_runnable()
+    best = (problem.throughput * problem.runnable).max(axis=1)
+    d = np.where(active, problem.remaining_steps / best, 0.0)
+    D = d.max()
+    if solver == DECOMPOSITION:
+        T = problem.throughput * problem.runnable
+        gain = T / best[:, None] / np.where(active, d / D, 1.0)[:, None]
+        solution, X = solve_levels(problem, gain, np.flatnonzero(active), start)
+        return _level_outcome(solution, X, makespan_of(problem, X), D / solution.bound)
+    rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, d / D)
+    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf),
+                      x_upper=x_upper, job_scale=job_scale)
+    result, X = solve_allocation_lp(problem, lp, solver, options, job_scale)
+    if X is None:
+        return _outcome(result, None, None, None, solver)
+    bound = D / result.bound if result.bound and result.bound > 0 else None
+    objective = makespan_of(problem, X)
+    return _outcome(result, X, objective, bound, solver,
+                    _checked(result.status, objective, bound, 1e-6))
+
+
+# ---------------------------------------------------------------- finish-time fairness
+
+def isolated_allocation(problem: ThroughputProblem) -> np.ndarray:
+    """Gavel's isolated share: X[m,j] = (c_j / M) / s_m, each row scaled down to sum <= 1."""
+    X = (problem.capacity[None, :] / problem.num_jobs) / problem.scale_factor[:, None]
+    return X / np.maximum(X.sum(axis=1, keepdims=True), 1.0)
+
+
+def isolated_throughput(problem: ThroughputProblem) -> np.ndarray:
+    """(M,) steps/s of each job under Gavel's isolated share (`isolated_allocation`)."""
+    return effective_throughput(problem, isolated_allocation(problem))
+
+
+def isolated_finish_time(problem: ThroughputProblem) -> np.ndarray:
+    """(M,) seconds, the ratio's denominator: t^iso_m + R_m / thr^iso_m."""
+    return problem.isolated_time + problem.remaining_steps / isolated_throughput(problem)
+
+
+def finish_time_ratios(problem: ThroughputProblem, X: np.ndarray,
+                       isolated: np.ndarray | None = None) -> np.ndarray:
+    """(M,) Themis' rho_m(X) = (t_m + R_m / thr_m(X)) / (t^iso_m + R_m / thr^iso_m);
+    `isolated` is `isolated_finish_time(problem)` when the caller has it already."""
+    thr = effective_throughput(problem, X)
+    R = problem.remaining_steps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = problem.time_since_arrival + np.where(R > 0, R / thr, 0.0)
+        return expected / (isolated_finish_time(problem) if isolated is None else isolated)
+
+
+def _ftf_feasible(problem, rho, active, isolated, solver, options):
+    """Can every active job reach finish-time ratio <= rho? Returns (feasible, X, result).
+    isolated: `isolated_finish_time(problem)` (s)."""
+    best = (problem.throughput * problem.runnable).max(axis=1)
+    R = problem.remaining_steps
+    denominator = rho * isolated - problem.time_since_arrival
+    if np.any(denominator[active] <= 0):
+        return False, None, None
+    need = np.where(active, R / np.where(active, denominator, 1.0), 0.0) / best  # of best-type time
+    if np.any(need[active] > 1.0 + 1e-12):
+        return False, None, None
+    rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, need)
+    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.ones(1),
+                      x_upper=x_upper, job_scale=job_scale)
+    result, X = solve_allocation_lp(problem, lp, solver, options, job_scale)
+    if X is None:
+        return False, None, result
+    return result.objective >= 1.0 - 1e-7, X, result
+
+
+def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
+                         options: SolveOptions = SolveOptions(), agnostic: bool = False,
+                         tolerance: float = 1e-6, max_iterations: int = 200) -> Outcome:
+    """Minimize max_m rho_m(X) by bisection on rho; stops when (hi - lo) <= tolerance * hi.
+
+    For a fixed rho every constraint thr_m(X) >= R_m / (rho D_m - t_m) is linear; each step
+    solves max z s.t. thr_m(X) >= z * that need (z <= 1), feasible iff z reaches 1. `bound` is
+    the largest rho proven infeasible. Jobs with no remaining steps are left out of the max.
+    """
+    problem.require_remaining_steps("finish_time_fairness")
+    if agnostic:
+        problem = _uniform_throughput(problem)
+    active = problem.remaining_steps > 0
+    if not active.any():
+        return _empty(problem, solver)
+    problem.require_runnable()
+    start = time.perf_counter()
+    T = problem.throughput * problem.runnable
+    alone_on_best = np.eye(problem.num_types)[np.argmax(T, axis=1)]  # ignores capacity: a bound
+    isolated = isolated_finish_time(problem)
+    lo = float(np.max(finish_time_ratios(problem, alone_on_best, isolated)[active]))
+    best_X = isolated_allocation(problem) * problem.runnable * active[:, None]
+    hi = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
+    lp_count = 0
+    if not np.isfinite(hi):  # the isolated share gives some job nothing: search upwards
+        hi, best_X = 2.0 * lo, None
+        while best_X is None and lp_count < max_iterations:
+            ok, X, _ = _ftf_feasible(problem, hi, active, isolated, solver, options)
+            lp_count += 1
+            if ok:
+                best_X = X
+            else:
+                lo, hi = hi, 2.0 * hi
+    probe = lo
+    while hi - lo > tolerance * hi and lp_count < max_iterations:
+        ok, X, result = _ftf_feasible(problem, probe, active, isolated, solver, options)
+        lp_count += 1
+        if result is not None and not result.status.has_solution:
+            return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start, solver,
+                           {"lp_solves": lp_count, "termination": result.termination})
+        if ok:
+            hi, best_X = probe, X
+        else:
+            lo = probe
+        probe = 0.5 * (lo + hi)
+    if best_X is None:
+        return Outcome.from_status(None, Status.ERROR, None, lo, time.perf_counter() - start, solver,
+                       {"lp_solves": lp_count})
+    converged = hi - lo <= tolerance * hi
+    objective = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
+    return Outcome.from_status(best_X, Status.OPTIMAL if converged else Status.FEASIBLE, objective, lo,
+                   time.perf_counter() - start, solver, {"lp_solves": lp_count})
+
+
+# ---------------------------------------------------------------- throughput and cost
+
+def max_total_throughput(problem: ThroughputProblem, solver: str = "highs",
+                         options: SolveOptions = SolveOptions()) -> Outcome:
+    """Maximize sum_m thr_m(X) in steps/s (Gavel's max_sum_throughput_perf)."""
+    return _max_weighted_throughput(problem, problem.throughput, solver, options)
+
+
+def min_cost(problem: ThroughputProblem, solver: str = "highs",
+             options: SolveOptions = SolveOptions(), slos: bool = True) -> Outcome:
+    """Maximize throughput per dollar, sum_m sum_j T[m,j] X[m,j] / cost_j ((steps/s) per $/h).
+
+    With `slos`, every job with a deadline and known remaining steps must reach
+    thr_m(X) >= R_m / (seconds to its deadline). If that is infeasible the result has status
+    infeasible and lists the jobs whose SLO cannot be met (`infeasible_slos`; `slo_shortfall`
+    in steps/s, None for a deadline already passed); its allocation first minimizes the total
+    relative shortfall, then maximizes throughput per dollar among those allocations.
+    """
+    cost = problem.cost_per_hour
+    if np.any(~np.isfinite(cost) | (cost <= 0)):
+        missing = [t for t, c in zip(problem.gpu_types, cost) if not np.isfinite(c) or c <= 0]
+        raise PolicyError(f"policy min_cost needs cost_per_hour > 0 for every GPU type; "
+                          f"missing or zero for {', '.join(missing)}")
+    weights = problem.throughput / cost[None, :]
+    if not slos or problem.num_jobs == 0:
+        return _max_weighted_throughput(problem, weights, solver, options)
+    best = (problem.throughput * problem.runnable).max(axis=1)
+    has_slo = np.isfinite(problem.time_to_deadline) & (problem.remaining_steps > 0)
+    passed = has_slo & (problem.time_to_deadline <= 0)
+    hopeless = has_slo & ~passed & (best <= 0)  # can run nowhere: all of its need is short
+    jobs = np.flatnonzero(has_slo & ~passed & ~hopeless)
+    need = problem.remaining_steps[jobs] / problem.time_to_deadline[jobs]  # steps/s
+    target = need / best[jobs]  # fraction of the job's best-type time
+    outcome = _max_weighted_throughput(problem, weights, solver, options, jobs, target)
+    if outcome.status is not Status.INFEASIBLE and not (passed | hopeless).any():
+        return outcome
+    short = _min_shortfall(problem, jobs, target, solver, options)
+    if short is None:
+        return Outcome.from_status(None, Status.ERROR, None, None, outcome.solve_seconds, solver)
+    relaxed = np.maximum(target - short - 1e-9 * np.maximum(target, 1.0), 0.0)
+    outcome = _max_weighted_throughput(problem, weights, solver, options, jobs, relaxed)
+    ids = np.asarray(problem.job_ids, dtype=object)
+    missed = short > 1e-6 * target
+    shortfall = dict(zip(ids[jobs[missed]].tolist(), (short * best[jobs])[missed].tolist()))
+    shortfall.update(zip(ids[hopeless].tolist(), (problem.remaining_steps[hopeless]
+                                                  / problem.time_to_deadline[hopeless]).tolist()))
+    shortfall.update(dict.fromkeys(ids[passed].tolist()))  # None: deadline already passed
+    return Outcome.from_status(outcome.allocation, Status.INFEASIBLE, outcome.objective, None,
+                   outcome.solve_seconds, solver,
+                   {"infeasible_slos": sorted(shortfall), "slo_shortfall": shortfall})
+
+
+def _slo_rows(problem: ThroughputProblem, jobs: np.ndarray, extra_cols: int) -> sp.csr_matrix:
+    """Rows sum_j (T[m,j] / Tbest_m) X[m,j] for `jobs`: the fraction of best-type time."""
+    T = problem.throughput * problem.runnable
+    best = np.maximum(T.max(axis=1, keepdims=True), 1e-300)
+    return per_job_rows(T / best, extra_cols)[jobs]
+
+
+def _max_weighted_throughput(problem, weights, solver, options, slo_jobs=None, slo_target=None):
+    """max sum(weights * X), with thr_m(X) >= slo_target * Tbest_m for `slo_jobs` if given."""
+    if problem.num_jobs == 0:
+        return _empty(problem, solver, 0.0)
+    M, J = problem.throughput.shape
+    if slo_jobs is None or slo_jobs.size == 0:
+        rows, lo = sp.csr_matrix((0, M * J)), np.zeros(0)
+    else:
+        rows, lo = _slo_rows(problem, slo_jobs, 0), slo_target
+    lp = _lp_with_aux(problem, rows, lo, np.full(lo.size, np.inf), aux_cost=np.zeros(0),
+                      aux_upper=np.zeros(0), x_cost=(weights * problem.runnable).ravel())
+    result, X = solve_allocation_lp(problem, lp, solver, options)
+    objective = float(np.sum(weights * X)) if X is not None else None
+    return _outcome(result, X, objective, result.bound, solver)
+
+
+def _min_shortfall(problem, jobs, target, solver, options) -> np.ndarray | None:
+    """Per SLO job, the shortfall (fraction of best-type time) minimizing the total relative
+    shortfall sum_k e_k / target_k; None if the solve fails."""
+    M, J = problem.throughput.shape
+    k = jobs.size
+    if k == 0:
+        return np.zeros(0)
+    rows = _slo_rows(problem, jobs, k)
+    rows = rows + sp.hstack([sp.csr_matrix((k, M * J)), sp.identity(k, format="csr")], format="csr")
+    lp = _lp_with_aux(problem, rows, target, np.full(k, np.inf), aux_cost=1.0 / target,
+                      aux_upper=target, maximize=False)
+    result = solve_lp(lp, solver, options)
+    return None if result.x is None else np.clip(result.x[M * J:], 0.0, target)
+
+
+# ---------------------------------------------------------------- objectives of any allocation
+
+def makespan_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False) -> float:
+    """`min_makespan`'s objective (seconds) of any allocation X."""
+    return makespan_of(_uniform_throughput(problem) if agnostic else problem, X)
+
+
+def finish_time_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False,
+                          **_) -> float:
+    """`finish_time_fairness`'s objective, max rho over jobs with work left, of any X."""
+    view = _uniform_throughput(problem) if agnostic else problem
+    active = view.remaining_steps > 0
+    return float(np.max(finish_time_ratios(view, X)[active])) if active.any() else 0.0
+
+
+def total_throughput_objective(problem: ThroughputProblem, X: np.ndarray) -> float:
+    """`max_total_throughput`'s objective (steps/s) of any X."""
+    return float(np.sum(problem.throughput * problem.runnable * X))
+
+
+def cost_objective(problem: ThroughputProblem, X: np.ndarray, **_) -> float:
+    """`min_cost`'s objective, sum of T[m,j] X[m,j] / cost_j ((steps/s) per $/h), of any X."""
+    return float(np.sum(problem.throughput * problem.runnable * X / problem.cost_per_hour))

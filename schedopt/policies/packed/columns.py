@@ -1,0 +1,146 @@
+"""Column generation for space-sharing max-min fairness (`packed.py` has the LP).
+
+The master LP holds every solo column and a working set of pair columns (at first those of
+`packed_seed.class_seed`, if any), on one HiGHS object: new columns go in with `addCols`, so
+the primal simplex restarts from the last basis, which stays feasible. From the master's row
+duals (u: time rows, v: GPU rows, y <= 0: fairness rows; HiGHS' convention, reduced cost =
+cost - column . duals) the pair p = (m, m', j) has the reduced cost
+
+    rc_p = b_m + b_m' - y_m Q_j[m,m'] / Tmax_m - y_m' Q_j[m',m] / Tmax_m',
+    b_m = -(u_m + v_j s / (2 c_j))           (s = s_m = s_m', so the GPU term splits in two)
+
+priced for all (m, m') of a GPU type at once as (M, M) arrays. Each round adds, for every job
+and type, its best partner when that pair's rc > tolerance, at most `batch` columns, largest
+first.
+
+Bound, every round: the duals are feasible for every column in the master; raising u_m by
+delta_m = max(0, max_j rc_solo[m,j], max_{p ∋ m} rc_p / 2) makes them feasible for every solo
+and pair column too (a pair gets delta_m + delta_m' >= rc_p). Every column except t has zero
+cost, so the duals may be rescaled to make t's reduced cost zero: divide by
+S = sum_m |y_m| k_m. Weak duality: optimum <= (sum_m u_m + sum_j v_j + sum_m delta_m) / S
+(the time and GPU rows have right-hand side 1, the fairness rows 0). The loop stops when no
+pair prices positive or the best bound is within `gap_tolerance` of the master's value.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from schedopt.backends import SolveOptions, Status, record
+from schedopt.backends.highs import HighsBackend
+from schedopt.core.outcome import Outcome
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.packed.master import (Candidates, finish, master_lp, pair_columns, scaling,
+                                          with_pairs)
+
+PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: after addCols the basis is still primal feasible
+
+
+def column_generation(problem: ThroughputProblem, cand: Candidates, options: SolveOptions,
+                      start: tuple | None = None, batch: int | None = None,
+                      max_iterations: int = 1000, tolerance: float = 1e-9,
+                      gap_tolerance: float = 1e-9) -> Outcome:
+    """Solve the space-sharing max-min LP by pricing pair columns in from the master's duals.
+
+    start: (j, m, m') pair columns to begin with; batch: most columns added per round
+    (default max(200, M / 4)); tolerance: smallest reduced cost worth a column (rows are
+    O(1)); options.time_limit bounds the whole loop."""
+    began = time.perf_counter()
+    M, J = problem.num_jobs, problem.num_types
+    batch = batch or max(200, M // 4)
+    Tmax, k = scaling(problem)
+    share = problem.scale_factor[:, None] / problem.capacity[None, :]  # GPU-row coefficients
+    solo = np.where(problem.runnable, problem.throughput / Tmax[:, None], np.nan)
+    pricer = _Pricer(cand)
+    backend = HighsBackend()
+    master = master_lp(problem)
+    h = backend.make_solver(master, options)
+    for name, value in (("time_limit", float("inf")), ("simplex_strategy", PRIMAL_SIMPLEX),
+                        ("primal_feasibility_tolerance", 1e-9),
+                        ("dual_feasibility_tolerance", 1e-9)):
+        h.setOptionValue(name, value)
+    added = [np.zeros(0, dtype=np.int64)] * 3  # (j, m, m') of the columns in the master
+    new = start if start is not None and start[0].size else None
+    bound, iterations, lp_seconds, price_seconds = np.inf, 0, 0.0, 0.0
+    converged = False
+    while True:
+        if new is not None:
+            A = pair_columns(problem, cand, *new)
+            n = new[0].size
+            h.addCols(n, np.zeros(n), np.zeros(n), np.full(n, np.inf), A.nnz,
+                      A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
+            added = [np.concatenate([a, b]) for a, b in zip(added, new)]
+        iterations += 1
+        result = backend.run(h, master)
+        lp_seconds += result.solve_seconds
+        if result.status is not Status.OPTIMAL:
+            return Outcome.from_status(None, result.status, None, None, time.perf_counter() - began,
+                           "highs", {"method": "columns", "termination": result.termination})
+        tic = time.perf_counter()
+        pi = result.row_duals
+        u, v, y = np.maximum(pi[:M], 0), np.maximum(pi[M:M + J], 0), np.minimum(pi[M + J:], 0)
+        rc_solo = -(u[:, None] + v[None, :] * share + y[:, None] * solo)
+        delta = np.maximum(np.nanmax(rc_solo, axis=1, initial=0.0), 0.0)
+        best, partner = np.full((J, M), -np.inf), np.zeros((J, M), dtype=np.int64)
+        for j in range(J):  # GPU types; each an (M, M) numpy step
+            here = added[0] == j
+            top, partner[j], best[j] = pricer.price(j, -(u + 0.5 * v[j] * share[:, j]),
+                                                    y / Tmax, added[1][here], added[2][here])
+            delta = np.maximum(delta, 0.5 * top)
+        S = float(-(y @ k))
+        if S > 0:
+            bound = min(bound, (u.sum() + v.sum() + delta.sum()) / S)
+        new = _pick(best, partner, tolerance, batch)
+        price_seconds += time.perf_counter() - tic
+        if new[0].size == 0 or bound - result.objective <= gap_tolerance * abs(bound):
+            converged = True
+            break
+        if iterations >= max_iterations or (options.time_limit is not None and
+                                             time.perf_counter() - began > options.time_limit):
+            break
+    record(with_pairs(master, pair_columns(problem, cand, *added)))  # for --export-mps
+    details = {"method": "columns", "iterations": iterations, "columns_generated": added[0].size,
+               "seed_columns": 0 if start is None else start[0].size,
+               "candidate_pairs": cand.pairs - cand.pruned, "pruned_pairs": cand.pruned,
+               "lp_seconds": lp_seconds, "pricing_seconds": price_seconds}
+    return finish(problem, cand, result.x, *added, float(bound) if np.isfinite(bound) else None,
+                  converged, time.perf_counter() - began, "highs", details)
+
+
+class _Pricer:
+    """Reduced costs of every candidate pair of one GPU type, in reused (M, M) buffers."""
+
+    def __init__(self, cand: Candidates):
+        self.Q = cand.Q
+        self.QT = np.ascontiguousarray(cand.Q.transpose(0, 2, 1))
+        self.outside = ~cand.mask
+        M = cand.Q.shape[1]
+        self.rc, self.tmp, self.rows = np.empty((M, M)), np.empty((M, M)), np.arange(M)
+
+    def price(self, j: int, b: np.ndarray, y_scaled: np.ndarray, am: np.ndarray, aq: np.ndarray):
+        """(max over all partners, best partner not yet in the master, its rc) per job.
+        b: b_m (module docstring); y_scaled: y_m / Tmax_m; (am, aq): pairs already in."""
+        rc, tmp = self.rc, self.tmp  # rc without b_m, which is constant along a row
+        np.multiply(self.QT[j], -y_scaled[None, :], out=rc)
+        rc += b[None, :]
+        np.multiply(self.Q[j], -y_scaled[:, None], out=tmp)
+        rc += tmp
+        np.copyto(rc, -np.inf, where=self.outside[j])
+        top = rc.max(axis=1) + b
+        rc[am, aq] = rc[aq, am] = -np.inf
+        partner = rc.argmax(axis=1)
+        return np.maximum(top, 0.0), partner, rc[self.rows, partner] + b
+
+
+def _pick(best: np.ndarray, partner: np.ndarray, tolerance: float, batch: int):
+    """(j, m, m') with m < m' of the best pairs: each job's best partner on each type whose
+    reduced cost exceeds `tolerance`, duplicates dropped, the `batch` largest."""
+    J, M = best.shape
+    j, m = np.nonzero(best > tolerance)
+    q = partner[j, m]
+    lo, hi = np.minimum(m, q), np.maximum(m, q)
+    _, first = np.unique((j * M + lo) * M + hi, return_index=True)
+    order = first[np.argsort(-best[j[first], m[first]], kind="stable")][:batch]
+    return j[order], lo[order], hi[order]

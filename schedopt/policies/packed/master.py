@@ -1,0 +1,300 @@
+"""Space sharing: max-min fairness with pairs of jobs co-located on the same GPUs (formulations.md
+section 1, "Space sharing"; Gavel's `max_min_fairness_packed`).
+
+Columns: solo X[m,j] (job m alone on s_m GPUs of type j, a time fraction, as in max-min
+fairness) and pair P[p], p = (m, m', j) with m < m': both jobs share s GPUs of type j, where
+s = s_m = s_m', both can run on j, and the co-location table has their pair of job types on j.
+Job m then makes Q_j[m,m'] steps/s (`PairTable`). With Tmax_m = max_j T[m,j] and
+k_m = w_m thr^eq_m / (s_m Tmax_m):
+
+    max t
+    s.t. sum_j X[m,j] + sum_{p ∋ m} P[p]                           <= 1   time of job m   (u_m)
+         sum_m (s_m/c_j) X[m,j] + sum_{p on j} (s/c_j) P[p]         <= 1   GPUs of type j  (v_j)
+         (sum_j T[m,j] X[m,j] + sum_{p ∋ m} Q_p,m P[p]) / Tmax_m
+              - k_m t                                               >= 0   fairness of m   (y_m)
+         X, P, t >= 0;  X[m,j] = 0 where job m cannot run on type j
+
+The fairness rows are max-min fairness' s_m thr_m / (w_m thr^eq_m) >= t divided by
+1 / k_m, so every coefficient is O(1). `allocation[m, j]` is job m's total time on type j,
+solo plus paired; a pair holds s GPUs once.
+
+Normalizer: ours, thr^eq_m = sum_j T[m,j] c_j / sum_j c_j from solo throughputs, the same as
+`max_min_fairness`, so with no pairs the two policies agree. Gavel's packed policy divides by
+sum_j T[m,j] (no capacity weights): the same up to a constant factor (J) when every type has as
+many GPUs, different otherwise. Both scale a job's paired throughput like its solo one.
+
+Pruning. A pair with Q_j[m,m'] / T[m,j] + Q_j[m',m] / T[m',j] <= 1 never helps: replace
+P[p] = f by solo time X[m,j] += f Q_j[m,m'] / T[m,j] and X[m',j] += f Q_j[m',m] / T[m',j].
+Each job keeps its throughput exactly, each job's time does not grow (each share <= f), and
+the GPUs used fall from s f to s f (sum of the shares) <= s f. So some optimum uses no such
+pair, and dropping those columns keeps the optimum.
+
+Table details: an entry (A, B, type, [a, b]) also gives (B, A) -> [b, a]; a pair of types missing
+from the table cannot share that GPU type; a job without a type label (or one the table does
+not name) is never paired; an entry for two jobs of the same type with a != b gives each job
+min(a, b) (a conservative reading: which job gets which rate is not recorded). The table is
+keyed by type labels only, so it applies to pairs of any (equal) scale factor.
+
+Methods: `columns` (column generation, `packed_columns.py`, the default, started from the
+pairs of the LP over classes of interchangeable jobs, `packed_seed.py`) and `dense` (every
+candidate pair column in one LP, any backend; with prune=False every pair at all).
+docs/space-sharing.md has the proofs and the measurements.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends.base import LinearProgram
+from schedopt.errors import PolicyError
+from schedopt.core.outcome import Outcome
+from schedopt.policies.gavel.blocks import (allocation_bounds, base_rows, column,
+                                          per_job_rows)
+from schedopt.core.problem import ThroughputProblem
+from schedopt.instance.model import Instance
+
+GAP_TOLERANCE = 1e-6  # relative gap (bound - objective) / bound for status optimal
+
+
+@dataclass(frozen=True, eq=False)
+class PairTable:
+    """Co-location throughputs by job-type label, vectorized.
+
+    labels: (K,) job-type labels. job_type: (M,) int, each job's index into `labels` (-1: the
+    job is never paired). rate: (J, K, K) steps/s; rate[j, a, b] is what a job of type a makes
+    while it shares GPUs of type j with a job of type b (nan: the two cannot share type j).
+    """
+
+    labels: tuple[str, ...]
+    job_type: np.ndarray
+    rate: np.ndarray
+
+    def __post_init__(self) -> None:
+        K = len(self.labels)
+        if self.rate.ndim != 3 or self.rate.shape[1:] != (K, K):
+            raise PolicyError(f"pair rates must have shape (GPU types, {K}, {K}), "
+                              f"got {self.rate.shape}")
+        if self.job_type.ndim != 1 or np.any((self.job_type < -1) | (self.job_type >= K)):
+            raise PolicyError(f"job_type must be a vector of indices in [-1, {K})")
+        if np.any(self.rate < 0):
+            raise PolicyError("pair rates must be >= 0 steps/s (nan = cannot share)")
+
+    @classmethod
+    def from_arrays(cls, job_type, rate, labels=None) -> "PairTable":
+        """From (M,) job-type indices and (J, K, K) rates (labels default to "t0", "t1", ...)."""
+        rate = np.asarray(rate, dtype=float)
+        labels = tuple(labels) if labels is not None else tuple(f"t{k}" for k in range(rate.shape[-1]))
+        return cls(labels, np.asarray(job_type, dtype=np.int64), rate)
+
+    @classmethod
+    def none(cls, num_jobs: int, num_types: int) -> "PairTable":
+        """A table with no pairs at all (space sharing reduces to max-min fairness)."""
+        return cls((), np.full(num_jobs, -1, dtype=np.int64), np.zeros((num_types, 0, 0)))
+
+    @classmethod
+    def from_instance(cls, instance: Instance) -> "PairTable":
+        """The instance's `performance.colocated` table, indexed by its jobs' `type` labels."""
+        entries = instance.performance.colocated
+        labels = sorted({label for entry in entries for label in entry.types})
+        index = {label: k for k, label in enumerate(labels)}
+        gpu = {name: j for j, name in enumerate(instance.cluster.type_names)}
+        rate = np.full((len(gpu), len(labels), len(labels)), np.nan)
+        for entry in entries:  # the table's size, not the jobs'
+            a, b = index[entry.types[0]], index[entry.types[1]]
+            ta, tb = entry.throughput
+            rate[gpu[entry.gpu_type], a, b] = min(ta, tb) if a == b else ta
+            rate[gpu[entry.gpu_type], b, a] = min(ta, tb) if a == b else tb
+        job_type = [index.get(job.type, -1) for job in instance.jobs]  # read once, as M rows
+        return cls(tuple(labels), np.array(job_type, dtype=np.int64).reshape(-1), rate)
+
+    def pair_rates(self, j: int) -> np.ndarray:
+        """(M, M) steps/s of job m while paired with job m' on GPU type j (nan: no such pair)."""
+        M = self.job_type.shape[0]
+        if not self.labels:
+            return np.full((M, M), np.nan)
+        k = np.maximum(self.job_type, 0)
+        Q = self.rate[j][np.ix_(k, k)]
+        untyped = self.job_type < 0
+        Q[untyped, :] = np.nan
+        Q[:, untyped] = np.nan
+        return Q
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """The pair columns an optimum may use. Q: (J, M, M) steps/s of job m paired with m' on
+    type j (0 outside the candidates); mask: (J, M, M) bool, symmetric, True for candidates.
+    pairs / pruned: how many pairs the table allows / how many of them pruning dropped."""
+
+    Q: np.ndarray
+    mask: np.ndarray
+    pairs: int
+    pruned: int
+
+    @classmethod
+    def build(cls, problem: ThroughputProblem, table: PairTable, prune: bool = True) -> "Candidates":
+        M, J = problem.num_jobs, problem.num_types
+        if table.job_type.shape != (M,) or table.rate.shape[0] != J:
+            raise PolicyError(f"the pair table is for {table.job_type.shape[0]} jobs and "
+                              f"{table.rate.shape[0]} GPU types, the problem has {M} and {J}")
+        s, run, T = problem.scale_factor, problem.runnable, problem.throughput
+        Q, mask = np.zeros((J, M, M)), np.zeros((J, M, M), dtype=bool)
+        same_size = (s[:, None] == s[None, :]) & ~np.eye(M, dtype=bool)
+        allowed = dropped = 0
+        for j in range(J):  # GPU types; every step below is (M, M) numpy
+            q = table.pair_rates(j)
+            ok = same_size & run[:, j, None] & run[None, :, j] & np.isfinite(q) & np.isfinite(q.T)
+            q = np.where(ok, q, 0.0)
+            ok &= (q + q.T) > 0
+            allowed += int(ok.sum()) // 2
+            if prune:
+                share = q / np.where(run[:, j], T[:, j], 1.0)[:, None]
+                helps = ok & (share + share.T > 1.0)
+                dropped += (int(ok.sum()) - int(helps.sum())) // 2
+                ok = helps
+            Q[j], mask[j] = np.where(ok, q, 0.0), ok
+        return cls(Q, mask, allowed, dropped)
+
+    def upper_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(j, m, m') of every candidate with m < m'."""
+        return np.nonzero(np.triu(self.mask, k=1))
+
+
+# ---------------------------------------------------------------- the LP's pieces
+
+def scaling(problem: ThroughputProblem) -> tuple[np.ndarray, np.ndarray]:
+    """(Tmax, k): each job's best solo steps/s and its t coefficient (see module docstring)."""
+    Tmax = (problem.throughput * problem.runnable).max(axis=1)
+    k = problem.weight * problem.equal_share_throughput / (problem.scale_factor * Tmax)
+    return Tmax, k
+
+
+def master_lp(problem: ThroughputProblem) -> LinearProgram:
+    """The LP over [X (M*J), t] with every solo column and no pair column."""
+    M, J = problem.num_jobs, problem.num_types
+    Tmax, k = scaling(problem)
+    base, base_lo, base_hi = base_rows(problem, extra_cols=1)
+    fair = per_job_rows(problem.throughput * problem.runnable / Tmax[:, None], 1) \
+        - column(k, M * J, M * J + 1)
+    col_lo, col_hi = allocation_bounds(problem)
+    return LinearProgram(
+        c=np.concatenate([np.zeros(M * J), [1.0]]), A=sp.vstack([base, fair], format="csr"),
+        row_lower=np.concatenate([base_lo, np.zeros(M)]),
+        row_upper=np.concatenate([base_hi, np.full(M, np.inf)]),
+        col_lower=np.concatenate([col_lo, [0.0]]), col_upper=np.concatenate([col_hi, [np.inf]]),
+        maximize=True)
+
+
+def pair_columns(problem: ThroughputProblem, cand: Candidates, pj, pm, pq) -> sp.csc_matrix:
+    """(2M + J, n) coefficients of the pair columns (pj, pm, pq) in the rows of `master_lp`."""
+    M, J = problem.num_jobs, problem.num_types
+    Tmax, _ = scaling(problem)
+    n = pj.shape[0]
+    rows = np.stack([pm, pq, M + pj, M + J + pm, M + J + pq], axis=1)
+    values = np.stack([np.ones(n), np.ones(n), problem.scale_factor[pm] / problem.capacity[pj],
+                       cand.Q[pj, pm, pq] / Tmax[pm], cand.Q[pj, pq, pm] / Tmax[pq]], axis=1)
+    A = sp.csc_matrix((values.ravel(), (rows.ravel(), np.repeat(np.arange(n), 5))),
+                      shape=(2 * M + J, n))
+    A.eliminate_zeros()
+    A.sort_indices()
+    return A
+
+
+def with_pairs(master: LinearProgram, pairs: sp.csc_matrix) -> LinearProgram:
+    """`master` with the pair columns `pairs` (from `pair_columns`) appended."""
+    n = pairs.shape[1]
+    return LinearProgram(np.concatenate([master.c, np.zeros(n)]),
+                         sp.hstack([master.A.tocsc(), pairs], format="csr"), master.row_lower,
+                         master.row_upper, np.concatenate([master.col_lower, np.zeros(n)]),
+                         np.concatenate([master.col_upper, np.full(n, np.inf)]), maximize=True)
+
+
+def finish(problem: ThroughputProblem, cand: Candidates, x: np.ndarray, pj, pm, pq,
+           bound: float | None, solved: bool, seconds: float, solver: str,
+           details: dict) -> Outcome:
+    """Outcome from the LP solution x = [X, t, P]: allocation, objective recomputed from it,
+    status optimal only when the relative gap to `bound` is at most GAP_TOLERANCE."""
+    M, J = problem.num_jobs, problem.num_types
+    X = np.clip(x[: M * J].reshape(M, J), 0.0, 1.0)
+    X[X < 1e-12] = 0.0
+    P = np.clip(x[M * J + 1:], 0.0, 1.0)
+    P[P < 1e-12] = 0.0
+    used = P > 0
+    pj, pm, pq, P = pj[used], pm[used], pq[used], P[used]
+    paired = (np.bincount(pm * J + pj, P, M * J) + np.bincount(pq * J + pj, P, M * J)).reshape(M, J)
+    steps = (np.einsum("mj,mj->m", problem.throughput * problem.runnable, X)
+             + np.bincount(pm, P * cand.Q[pj, pm, pq], M) + np.bincount(pq, P * cand.Q[pj, pq, pm], M))
+    normalized = problem.scale_factor * steps / (problem.weight * problem.equal_share_throughput)
+    objective = float(normalized.min())
+    gap = None if bound is None else (bound - objective) / max(abs(bound), 1e-12)
+    status = Status.OPTIMAL if solved and gap is not None and gap <= GAP_TOLERANCE else Status.FEASIBLE
+    ids, types = np.asarray(problem.job_ids, dtype=object), np.asarray(problem.gpu_types, dtype=object)
+    gpus = problem.scale_factor[:, None] * X
+    details.update(
+        bound=bound, gap=gap,
+        pairs=[{"jobs": [a, b], "gpu_type": t, "fraction": f} for a, b, t, f in
+               zip(ids[pm].tolist(), ids[pq].tolist(), types[pj].tolist(), P.tolist())],
+        effective_throughput=dict(zip(problem.job_ids, steps.tolist())),
+        gpus_in_use=dict(zip(problem.gpu_types, (gpus.sum(axis=0) + np.bincount(
+            pj, problem.scale_factor[pm] * P, J)).tolist())))
+    return Outcome.from_status(X + paired, status, objective, bound, seconds, solver, details)
+
+
+def dense(problem: ThroughputProblem, cand: Candidates, solver: str,
+          options: SolveOptions) -> Outcome:
+    """Every candidate pair column in one LP (the reference for column generation)."""
+    start = time.perf_counter()
+    pj, pm, pq = cand.upper_pairs()
+    n = pj.shape[0]
+    result = solve_lp(with_pairs(master_lp(problem), pair_columns(problem, cand, pj, pm, pq)),
+                      solver, options)
+    details = {"method": "dense", "candidate_pairs": cand.pairs - cand.pruned,
+               "pruned_pairs": cand.pruned, "columns_generated": n}
+    if result.x is None:
+        return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start, solver,
+                       details | {"termination": result.termination})
+    return finish(problem, cand, result.x, pj, pm, pq, result.bound,
+                  result.status is Status.OPTIMAL, time.perf_counter() - start, solver, details)
+
+
+def max_min_fairness_packed(problem: ThroughputProblem, table: PairTable, solver: str = "highs",
+                            options: SolveOptions = SolveOptions(), method: str = "columns",
+                            prune: bool = True, seed: bool = True, **column_options) -> Outcome:
+    """Max-min fairness with space sharing (module docstring). `method`: "columns" (column
+    generation on one HiGHS simplex, `packed_columns.column_generation`; options `batch`,
+    `max_iterations`, `tolerance`), started from the pairs of the LP over classes of
+    interchangeable jobs (`packed_seed`; seed=False starts from no pair), or "dense" (one LP
+    with every candidate pair, any backend). `prune=False` keeps the pairs that cannot help."""
+    if problem.num_jobs == 0:
+        return Outcome.from_status(np.zeros((0, problem.num_types)), Status.OPTIMAL, None, None, 0.0, solver)
+    problem.require_runnable()
+    start = time.perf_counter()
+    cand = Candidates.build(problem, table, prune)
+    if method == "dense":
+        outcome = dense(problem, cand, solver, options)
+    elif method == "columns":
+        if solver != "highs":
+            raise PolicyError(f"column generation runs on HiGHS' simplex (solver 'highs'), "
+                              f"not {solver!r}; use -o method=dense for other solvers")
+        from schedopt.policies.packed.columns import column_generation
+        from schedopt.policies.packed.seed import class_seed
+
+        first = class_seed(problem, cand, table.job_type, options) if seed else None
+        outcome = column_generation(problem, cand, options, first, **column_options)
+    else:
+        raise PolicyError(f"method must be 'columns' or 'dense', got {method!r}")
+    outcome.solve_seconds = time.perf_counter() - start
+    return outcome
+
+
+def packed_policy(instance: Instance, solver: str, options: SolveOptions, method: str = "columns",
+                  prune: bool = True, seed: bool = True) -> Outcome:
+    """The registered policy: the instance's throughputs and its co-location table."""
+    problem = ThroughputProblem.from_instance(instance)
+    return max_min_fairness_packed(problem, PairTable.from_instance(instance), solver, options,
+                                   method, prune, seed)

@@ -1,0 +1,114 @@
+"""A start for column generation: the space-sharing LP aggregated over interchangeable jobs.
+
+Jobs with the same job type, solo throughput row, scale factor and weight have identical
+columns and rows, so averaging an optimal allocation over every permutation inside each class
+of such jobs gives another optimal one (the LP is convex and invariant under those
+permutations). Its class-level LP (`class_lp`) has, per class c with n_c jobs: the solo share
+x[c,j] of each job, and per pair of classes (c, c') and GPU type j the total pair time y:
+
+    sum_j x[c,j] + sum_{y ∋ c} y / n_c                    <= 1   time of each job of c
+    sum_c n_c (s_c/c_j) x[c,j] + sum_{y on j} (s/c_j) y   <= 1   GPUs of type j
+    (sum_j T_c,j x[c,j] + sum_{y ∋ c} Q y / n_c) / Tmax_c >= k_c t
+
+(a pair inside one class counts twice in its rows). The pairs it uses are spread over the
+jobs of their classes (`spread`): between two classes by the north-west-corner rule on
+uniform marginals (at most n_c + n_c' - 1 job pairs), inside one class as a cycle. Those job
+pairs let the master LP reach the optimum at once; column generation still prices every pair
+from the master's duals, so the seed only saves rounds and is never trusted for the bound.
+When the exact classes do not aggregate (more than M/2 of them, or more than `max_pairs`
+class pairs) coarse ones are tried (same type and scale factor, each class' mean rows), and
+their job pairs kept where they are candidates; when neither aggregates there is no seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from schedopt.backends import SolveOptions, solve_lp
+from schedopt.backends.base import LinearProgram
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.packed.master import Candidates, scaling
+
+EMPTY = (np.zeros(0, dtype=np.int64),) * 3
+
+
+def class_seed(problem: ThroughputProblem, cand: Candidates, job_type: np.ndarray,
+               options: SolveOptions = SolveOptions(), max_pairs: int = 50_000):
+    """(j, m, m') job pairs, m < m', that realize an optimal class-level allocation: of exact
+    classes (same type, solo row, scale factor, weight) or, when those are more than half as
+    many as the jobs or give more than `max_pairs` class pairs, of coarse ones (same type and
+    scale factor, rows averaged); none when neither aggregates."""
+    s = problem.scale_factor
+    for key in (np.column_stack([job_type, s, problem.weight, problem.throughput]),
+                np.column_stack([job_type, s])):
+        _, cls, size = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+        if 2 * size.size > problem.num_jobs:
+            continue
+        members = np.argsort(cls.ravel(), kind="stable")
+        first = np.concatenate([[0], np.cumsum(size)[:-1]])
+        rep = members[first]
+        rep2 = members[np.minimum(first + 1, members.size - 1)]  # a second member if n_c > 1
+        C = size.size
+        partner = np.where(np.eye(C, dtype=bool), rep2[None, :], rep[None, :])  # (C, C) jobs
+        ok = cand.mask[:, rep[:, None], partner] & np.triu(np.ones((C, C), dtype=bool))
+        ok[:, np.arange(C), np.arange(C)] &= size >= 2
+        pj, c1, c2 = np.nonzero(ok)
+        if pj.size <= max_pairs:
+            break
+    else:
+        return EMPTY
+    if pj.size == 0:
+        return EMPTY
+    y = class_lp(problem, cand, cls.ravel(), size, rep, partner, pj, c1, c2, options)
+    if y is None:
+        return EMPTY
+    used = y > 1e-12
+    pj, a, b = spread(pj[used], c1[used], c2[used], members, first, size)
+    keep = cand.mask[pj, a, b]  # all of them, unless the classes were coarse
+    return pj[keep], a[keep], b[keep]
+
+
+def class_lp(problem, cand, cls, size, rep, partner, pj, c1, c2, options) -> np.ndarray | None:
+    """Solve the class-level LP (module docstring) with each class's mean coefficients; the
+    total time y of each class pair."""
+    C, J, n, M = size.size, problem.num_types, pj.size, problem.num_jobs
+    mean = sp.csr_matrix((1.0 / size[cls], (cls, np.arange(M))), shape=(C, M))
+    Tmax, k = scaling(problem)
+    T = mean @ (problem.throughput * problem.runnable / Tmax[:, None])
+    k = mean @ k
+    share = problem.scale_factor[rep, None] / problem.capacity[None, :]
+    a, b = rep[c1], partner[c1, c2]
+    solo_c, solo_j = np.divmod(np.arange(C * J), J)
+    y_col = C * J + 1 + np.arange(n)
+    rows = np.concatenate([solo_c, C + solo_j, C + J + solo_c, C + J + np.arange(C),
+                           c1, c2, C + pj, C + J + c1, C + J + c2])
+    cols = np.concatenate([np.arange(C * J)] * 3 + [np.full(C, C * J)] + [y_col] * 5)
+    vals = np.concatenate([np.ones(C * J), (size[:, None] * share).ravel(), T.ravel(), -k,
+                           1.0 / size[c1], 1.0 / size[c2], share[c1, pj],
+                           cand.Q[pj, a, b] / Tmax[a] / size[c1], cand.Q[pj, b, a] / Tmax[b] / size[c2]])
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(2 * C + J, C * J + 1 + n))  # sums c1 == c2
+    upper = np.concatenate([np.where(T > 0, np.inf, 0.0).ravel(), [np.inf], np.full(n, np.inf)])
+    lp = LinearProgram(np.concatenate([np.zeros(C * J), [1.0], np.zeros(n)]), A,
+                       np.concatenate([np.full(C + J, -np.inf), np.zeros(C)]),
+                       np.concatenate([np.ones(C + J), np.full(C, np.inf)]),
+                       np.zeros(C * J + 1 + n), upper, maximize=True)
+    result = solve_lp(lp, "highs", options)
+    return None if result.x is None else result.x[C * J + 1:]
+
+
+def spread(pj, c1, c2, members, first, size):
+    """Job pairs (j, m, m'), m < m', carrying each used class pair (see module docstring)."""
+    out_j, out_a, out_b = ([np.zeros(0, dtype=np.int64)] for _ in range(3))
+    for j, p, q in zip(pj.tolist(), c1.tolist(), c2.tolist()):  # used class pairs, not jobs
+        A, B = members[first[p]:first[p] + size[p]], members[first[q]:first[q] + size[q]]
+        if p == q:
+            a, b = (A[:1], A[1:]) if A.size == 2 else (A, np.roll(A, -1))
+        else:  # north-west corner: pieces between the breakpoints i/n_A and k/n_B, in units
+            cuts = np.union1d(np.arange(A.size + 1) * B.size, np.arange(B.size + 1) * A.size)
+            mid2 = cuts[1:] + cuts[:-1]  # of 1/(n_A n_B); twice each piece's midpoint
+            a, b = A[mid2 // (2 * B.size)], B[mid2 // (2 * A.size)]
+        out_j.append(np.full(a.size, j))
+        out_a.append(np.minimum(a, b))
+        out_b.append(np.maximum(a, b))
+    return tuple(np.concatenate(x).astype(np.int64) for x in (out_j, out_a, out_b))

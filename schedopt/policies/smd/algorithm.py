@@ -1,0 +1,229 @@
+"""SMD: workers and parameter servers under bandwidth contention, by sum-of-ratios and
+multi-dimensional knapsack decomposition (Yu, Wu, Ji, Liu, INFOCOM'21; formulations.md 5).
+A reconstruction: every choice below is argued in docs/smd.md.
+
+    minimize   sum_i T_i(w_i, p_i) = sum_i N_i / D_i          (completion times, smd_model)
+    subject to each job one configuration (w, p) with 1 <= w <= max_workers, 1 <= p <= max_ps;
+               its w workers and p PSs placed on machines, every machine within each resource.
+
+Phase 1, the sum-of-ratios loop (Jong's Newton-type method). With configuration weights
+z[i, k] the ratios are N_i(z) / D_i(z), both linear in z, and for multipliers (beta, gamma)
+
+    min_z  sum_i gamma_i (N_i(z) - beta_i D_i(z))      (the parametric problem)
+
+is a multiple-choice knapsack: linear costs f[i, k] = gamma_i (N_ik - beta_i D_ik). It is
+decomposed by Lagrangian prices mu on the cluster's total resources (`resource_prices`) into
+one choice per job, argmin_k f[i, k] + mu . share[i, k], scaled up until the totals fit. The
+residuals psi = (beta_i D_i - N_i, gamma_i D_i - 1) / (N_i, 1) of that choice drive the Newton
+update beta_i <- N_i / D_i, gamma_i <- 1 / D_i, damped (Armijo steps 1/2, 1/4, 1/8) when the
+sum of completion times does not fall; the loop stops when max |psi| <= epsilon.
+Integer configurations make the parametric problem degenerate (its cost is linear in w, so
+an unrestricted choice jumps to extreme configurations and the plain iteration cycles;
+docs/smd.md shows it): each choice is restricted to a trust region of +-r workers and PSs
+around the incumbent (r starts at 1, doubles after an improvement, halves after a failure),
+and the best choice by true completion times is kept.
+
+Phase 2, the knapsack decomposition per machine: starting from one worker and one PS per job,
+configurations are upgraded greedily by (decrease of T) / (mu-priced extra resources), each
+upgrade placed on the machines at once, then improved by an exchange pass (`smd_knapsack`;
+placement rules in `smd_packing`). The result is always a feasible placement.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schedopt.backends import Status
+from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
+from schedopt.policies.smd.knapsack import exchange_pass, knapsack_step, resource_prices
+from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
+
+DEFAULT_EPSILON = 0.05
+DEFAULT_MAX_ITERATIONS = 50
+PRICE_ITERATIONS = 8  # subgradient steps per parametric problem (warm-started)
+
+
+@dataclass
+class SmdSolution:
+    """A parameter-server schedule: per job w, p and completion_s (seconds), the placement,
+    objective = sum of completion times (s), bound (None when unknown), status, wall seconds,
+    method and details (phase statistics)."""
+
+    placement: Placement | None
+    status: Status
+    objective: float | None
+    bound: float | None
+    solve_seconds: float
+    method: str
+    details: dict = field(default_factory=dict)
+
+    @property
+    def workers(self) -> np.ndarray | None:
+        return None if self.placement is None else self.placement.total_workers
+
+    @property
+    def ps(self) -> np.ndarray | None:
+        return None if self.placement is None else self.placement.total_ps
+
+
+def solution(problem: SmdProblem, pack: Packing | Placement | None, method: str, clock: float,
+             status: Status = Status.FEASIBLE, bound: float | None = None,
+             details: dict | None = None) -> SmdSolution:
+    """SmdSolution of a packing (None = no feasible placement found: status infeasible)."""
+    if pack is None:
+        return SmdSolution(None, Status.INFEASIBLE if status is Status.FEASIBLE else status, None,
+                           bound, time.perf_counter() - clock, method, details or {})
+    placement = pack if isinstance(pack, Placement) else Placement(pack.workers.copy(), pack.ps.copy())
+    objective = float(problem.completion_time(placement.total_workers, placement.total_ps).sum())
+    return SmdSolution(placement, status, objective, bound, time.perf_counter() - clock, method,
+                       details or {})
+
+
+def _shares(problem: SmdProblem, cfg: Configurations) -> tuple[np.ndarray, np.ndarray]:
+    """(configuration demands / cluster totals (n, K, R), the totals (R,), 1 where unlimited)."""
+    total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
+    total = np.where(total > 0, total, 1.0)
+    shares = cfg.demand(problem) / total
+    shares[:, :, ~np.isfinite(problem.capacity).all(axis=0)] = 0.0
+    return shares, total
+
+
+def _fitting_choice(cost: np.ndarray, shares: np.ndarray, mu: np.ndarray) -> np.ndarray | None:
+    """argmin_k cost + s mu . shares per job, with the least price scale s >= 1 (bisection to
+    2^-8) at which the cluster totals hold the chosen configurations; None if none does."""
+    n, K, R = shares.shape
+    rows, flat = np.arange(n), shares.reshape(n * K, R)
+    direction = mu if mu.any() else np.ones_like(mu)
+
+    def choose(scale: float) -> tuple[np.ndarray, bool]:
+        k = np.argmin(cost + (flat @ (scale * direction)).reshape(n, K), axis=1)
+        return k, bool((shares[rows, k].sum(axis=0) <= 1 + 1e-9).all())
+
+    k, fits = choose(1.0)
+    if fits:
+        return k
+    low, high = 1.0, 2.0
+    while not choose(high)[1]:
+        low, high = high, 2 * high
+        if high > 1e15:
+            return None
+    while high - low > low * 2.0 ** -8:
+        middle = (low + high) / 2
+        low, high = (low, middle) if choose(middle)[1] else (middle, high)
+    return choose(high)[0]
+
+
+def sum_of_ratios(problem: SmdProblem, cfg: Configurations, shares: np.ndarray,
+                  epsilon: float = DEFAULT_EPSILON,
+                  max_iterations: int = DEFAULT_MAX_ITERATIONS) -> dict:
+    """Phase 1 (module docstring). Returns the best configuration choice `choice` (n,) whose
+    cluster totals fit, its sum of completion times `relaxed_objective`, the resource prices
+    `mu` (R,) of the last parametric problem, `iterations`, `residual` (max |psi| of the last
+    choice) and why it `stopped`: "converged" (residual <= epsilon), "no improving step" (even
+    the damped steps at trust radius 1 found no better choice), "max_iterations" or "no choice
+    fits the cluster"."""
+    W, P, valid, N, D, T = cfg.workers, cfg.ps, cfg.valid, cfg.numerator, cfg.denominator, cfg.time
+    n = problem.num_jobs
+    rows = np.arange(n)
+    widest = int(max(W.max(initial=1), P.max(initial=1)))
+    x = np.zeros(n, dtype=np.int64)  # column 0 is (1, 1)
+    objective = float(T[rows, x].sum())
+    best = (objective, x)
+    beta, gamma = T[rows, x], 1.0 / D[rows, x]
+    radius, mu, residual, iterations = 1, None, np.inf, 0
+    stopped = "max_iterations"
+
+    def parametric(beta, gamma, allowed, start):
+        cost = np.where(allowed, gamma[:, None] * (N - beta[:, None] * D), np.inf)
+        prices = resource_prices(cost, shares, allowed, start, PRICE_ITERATIONS)
+        return _fitting_choice(cost, shares, prices), prices
+
+    while iterations < max_iterations:
+        iterations += 1
+        allowed = valid & (np.abs(W - W[rows, x][:, None]) <= radius) \
+            & (np.abs(P - P[rows, x][:, None]) <= radius)
+        y, mu = parametric(beta, gamma, allowed, mu)
+        if y is None:
+            stopped = "no choice fits the cluster"
+            break
+        Ty, Dy = T[rows, y], D[rows, y]
+        psi = np.concatenate([beta / Ty - 1.0, gamma * Dy - 1.0])
+        residual = float(np.abs(psi).max())
+        if Ty.sum() < best[0]:
+            best = (float(Ty.sum()), y)
+        if residual <= epsilon:
+            stopped = "converged"
+            break
+        if Ty.sum() < objective * (1 - 1e-12):  # full Newton step accepted
+            x, objective, beta, gamma = y, float(Ty.sum()), Ty, 1.0 / Dy
+            radius = min(widest, 2 * radius)
+            continue
+        if radius > 1:
+            radius //= 2
+            continue
+        for step in (0.5, 0.25, 0.125):  # Armijo-damped Newton step towards (T(y), 1/D(y))
+            nb, ng = beta + step * (Ty - beta), gamma + step * (1.0 / Dy - gamma)
+            z, prices = parametric(nb, ng, allowed, mu)
+            if z is not None and T[rows, z].sum() < objective * (1 - 1e-12):
+                x, objective, mu = z, float(T[rows, z].sum()), prices
+                beta, gamma = T[rows, z], 1.0 / D[rows, z]
+                best = min(best, (objective, z), key=lambda b: b[0])
+                break
+        else:
+            stopped = "no improving step"
+            break
+    return {"choice": best[1], "relaxed_objective": best[0], "mu": mu, "iterations": iterations,
+            "residual": residual, "stopped": stopped}
+
+
+def _is_small(problem: SmdProblem, cfg: Configurations) -> bool:
+    """At most SEARCH_TASKS tasks even with every job at its largest configuration."""
+    return int(cfg.workers.max(axis=1, initial=0).sum() + cfg.ps.max(axis=1, initial=0).sum()) \
+        <= SEARCH_TASKS
+
+
+def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS) -> SmdSolution:
+    """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass.
+    details: iterations, residual, stopped (phase 1, see `sum_of_ratios`), relaxed_objective
+    (s; phase 1's best choice, whose cluster totals fit but which is not placed yet),
+    phase_seconds [phase 1, phase 2]."""
+    if not 0 < epsilon < 1:
+        raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
+    clock = time.perf_counter()
+    cfg = problem.configurations()
+    shares, total = _shares(problem, cfg)
+    start = minimal_packing(problem)
+    if start is None:
+        ones = np.ones(problem.num_jobs, dtype=np.int64)
+        start = pack_counts(problem, ones, ones)
+    if start is None:
+        return solution(problem, None, "smd", clock, details={"reason": "could not place one worker "
+                                                               "and one PS per job"})
+    phase1 = sum_of_ratios(problem, cfg, shares, epsilon, max_iterations)
+    split = time.perf_counter()
+    mu = phase1["mu"] if phase1["mu"] is not None else np.zeros(total.size)
+    price = mu / total + 1e-6 / total  # per unit of each resource; every resource costs a little
+    T, rows, small = cfg.time, np.arange(problem.num_jobs), _is_small(problem, cfg)
+
+    def fill(pk: Packing) -> Packing:  # the knapsack step on true completion times
+        return knapsack_step(pk, cfg.workers, cfg.ps, cfg.valid, T,
+                             problem.completion_time(pk.w, pk.p),
+                             problem.worker_demand @ price, problem.ps_demand @ price)
+
+    starts = [fill(start.copy())]  # from one worker and one PS per job
+    if small:  # also phase 1's choice, placed (every task searched) and topped up
+        choice = phase1["choice"]
+        realized = pack_counts(problem, cfg.workers[rows, choice], cfg.ps[rows, choice])
+        starts += [] if realized is None else [fill(realized)]
+    sizes = (problem.worker_demand @ price, problem.ps_demand @ price)
+    passes = {"sizes": sizes} if small else {"rounds": 2, "max_trials": problem.num_jobs}
+    finals = [exchange_pass(problem, pk, cfg.workers, cfg.ps, T, **passes) for pk in starts]
+    pack = min(finals, key=lambda pk: problem.completion_time(pk.w, pk.p).sum())
+    details = {key: phase1[key] for key in ("iterations", "residual", "stopped")}
+    details["relaxed_objective"] = phase1["relaxed_objective"]
+    details["phase_seconds"] = [split - clock, time.perf_counter() - split]
+    return solution(problem, pack, "smd", clock, details=details)

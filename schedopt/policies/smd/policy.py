@@ -1,0 +1,86 @@
+"""The parameter-server policies on an instance: `smd`, `smd_exact`, `smd_equal_split`,
+`smd_greedy` (as `schedopt solve FILE --policy smd` and `schedopt.solve(instance, "smd")` run
+them). Every job needs `parameter_server`, every node the resources tasks ask for
+(docs/instance-format.md); the model and algorithms are in docs/smd.md.
+
+Outcome: no allocation (the decision is counts and a placement, not time fractions); objective
+= sum over jobs of the completion time T_i(w_i, p_i), seconds, all jobs starting now; bound:
+smd_exact's proven lower bound (None for the heuristics). details: `workers`, `ps` {job id:
+int}, `placement` {job id: {machine id: {"workers": n, "ps": m}}} (machines holding some of
+its tasks), `completion_time_s` {job id: seconds}, `machines` (ids, in order) and each
+method's own statistics.
+"""
+
+from __future__ import annotations
+
+from schedopt.backends import SolveOptions
+from schedopt.errors import PolicyError
+from schedopt.core.outcome import Outcome
+from schedopt.policies.smd.algorithm import DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS, SmdSolution, smd
+from schedopt.policies.smd.baselines import equal_split, optimus_greedy
+from schedopt.policies.smd.exact import smd_exact
+from schedopt.policies.smd.model import SmdProblem
+from schedopt.instance.model import Instance
+
+HEURISTIC = "numpy"  # the `solver` of the policies that call no solver
+
+
+def _outcome(problem: SmdProblem, result: SmdSolution, solver: str) -> Outcome:
+    details = dict(result.details)
+    if result.placement is not None:
+        ids, machines = problem.job_ids, problem.machine_ids
+        X, Y = result.placement.workers, result.placement.ps
+        T = problem.completion_time(result.workers, result.ps)
+        details["workers"] = {job: int(w) for job, w in zip(ids, result.workers)}
+        details["ps"] = {job: int(p) for job, p in zip(ids, result.ps)}
+        details["placement"] = {
+            job: {m: {"workers": int(X[i, h]), "ps": int(Y[i, h])}
+                  for h, m in enumerate(machines) if X[i, h] or Y[i, h]}
+            for i, job in enumerate(ids)}
+        details["completion_time_s"] = {job: float(t) for job, t in zip(ids, T)}
+    details["machines"] = list(problem.machine_ids)
+    return Outcome.from_status(None, result.status, result.objective, result.bound, result.solve_seconds,
+                   solver, details)
+
+
+def _no_solver(policy: str, solver: str) -> None:
+    if solver not in (HEURISTIC, "auto"):
+        raise PolicyError(f"policy {policy} calls no solver (it is numpy code); got solver "
+                          f"{solver!r}. smd_exact takes a MILP solver (cpsat, scip, cbc)")
+
+
+def smd_policy(instance: Instance, solver: str, options: SolveOptions,
+               epsilon: float = DEFAULT_EPSILON,
+               max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Outcome:
+    """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
+    residuals (0 < epsilon < 1), max_iterations caps its Newton iterations."""
+    _no_solver("smd", solver)
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
+        raise PolicyError(f"epsilon must be a number in (0, 1), got {epsilon!r}")
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
+        raise PolicyError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
+    problem = SmdProblem.from_instance(instance)
+    return _outcome(problem, smd(problem, float(epsilon), max_iterations), HEURISTIC)
+
+
+def smd_exact_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:
+    """The exact MILP over configuration binaries (schedopt.policies.smd.exact)."""
+    if solver.partition(":")[0].lower() in ("highs", "highs-ipm", "clarabel", "glop", "pdlp"):
+        raise PolicyError(f"smd_exact is a MILP; solver {solver!r} does not solve MILPs correctly "
+                          f"or at all here: use cpsat, scip or cbc")
+    problem = SmdProblem.from_instance(instance)
+    return _outcome(problem, smd_exact(problem, solver, options), solver)
+
+
+def equal_split_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:
+    """Baseline: a fixed equal split of every resource (schedopt.policies.smd.baselines)."""
+    _no_solver("smd_equal_split", solver)
+    problem = SmdProblem.from_instance(instance)
+    return _outcome(problem, equal_split(problem), HEURISTIC)
+
+
+def greedy_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:
+    """Baseline: Optimus-style greedy, one task at a time by marginal gain per dominant share."""
+    _no_solver("smd_greedy", solver)
+    problem = SmdProblem.from_instance(instance)
+    return _outcome(problem, optimus_greedy(problem), HEURISTIC)

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.policies.catalog import resolve
+from schedopt.core.registry import resolve
 from schedopt.simulation import SimulationConfig, SimulationResult, simulate
 
 __all__ = ["Comparison", "compare", "load_sweep", "summary_row", "window_jct"]

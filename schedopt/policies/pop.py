@@ -114,7 +114,7 @@ def part_problem(problem: ThroughputProblem, rows: np.ndarray, share: float) -> 
 def _solve_part(policy_name: str, problem: ThroughputProblem, solver: str,
                 options: SolveOptions, policy_options: dict):
     """One part, in whatever process runs it: (allocation, status, seconds)."""
-    from schedopt.policies.catalog import resolve
+    from schedopt.core.registry import resolve
 
     policy, defaults = resolve(policy_name)
     start = time.perf_counter()

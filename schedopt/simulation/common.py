@@ -153,7 +153,7 @@ def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, no
     what the next solve reuses: with POP the jobs' parts ("parts", {job id: part}), so that
     jobs keep them; for a policy that takes a `start`, the last solve's prices ("start")."""
     from schedopt.api import solve
-    from schedopt.policies.catalog import resolve
+    from schedopt.core.registry import resolve
 
     clock = time.perf_counter()
     pop = {} if config.partitions is None else {

@@ -11,7 +11,7 @@ import numpy as np
 
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.policies.catalog import resolve
+from schedopt.core.registry import resolve
 from schedopt.mechanism.rounds import NEVER_RUN_BOOST
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays, finish,
                                         isolated_throughput, progress_bar, solve_policy)

@@ -12,11 +12,21 @@ from schedopt.policies.gavel import builtin as gavel
 from schedopt.policies.packed import builtin as packed
 from schedopt.policies.smd import builtin as smd
 
+# Another family: add its builtin module here (a list POLICIES of entries, see _register).
 FAMILIES = (gavel, baselines, packed, allox, chronus, smd)
 
+def _register(entry) -> None:
+    """An entry is a Policy (registered under its name) or (policy, name, option defaults)."""
+    if isinstance(entry, tuple):
+        policy, name, defaults = entry
+        register_policy(policy, name=name, defaults=defaults, builtin=True)
+    else:
+        register_policy(entry, defaults=getattr(entry, "defaults", None), builtin=True)
+
+
 for _family in FAMILIES:
-    for _policy in _family.POLICIES:
-        register_policy(_policy, defaults=getattr(_policy, "defaults", None), builtin=True)
+    for _entry in _family.POLICIES:
+        _register(_entry)
 
 # Gavel's policy names (scheduler/utils.py get_available_policies) -> (our policy, options).
 GAVEL_ALIASES: dict[str, tuple[str, dict]] = {

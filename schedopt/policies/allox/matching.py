@@ -79,7 +79,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedopt.backends import Status
+from schedopt.backends import Status, assignment
+from schedopt.backends.assignment import NoFullMatching
 from schedopt.errors import PolicyError, SolveError
 from schedopt.core.outcome import Outcome
 from schedopt.core.problem import ThroughputProblem
@@ -163,9 +164,9 @@ def allox_assignment(processing: np.ndarray, free_at: np.ndarray, method: str = 
         matchings += 1
         try:
             if slot_q.size < n:
-                raise _NoFullMatching
+                raise NoFullMatching
             found = solve(cost)
-        except _NoFullMatching:
+        except NoFullMatching:
             room = (caps < n) & np.isfinite(P).any(axis=0)
             if not room.any():  # cannot happen: n slots on every usable machine always fit
                 raise SolveError("AlloX: no full matching even with n slots per machine")
@@ -233,72 +234,10 @@ def schedule_from_assignment(processing: np.ndarray, free_at: np.ndarray, arriva
 # Exact assignment solvers: (n, S) cost with inf = forbidden -> column of each row
 
 
-class _NoFullMatching(Exception):
-    """The capped problem leaves some job without a slot (only possible with initial_caps)."""
-
-
-def _column_of_row(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """(n,) the slot (column) matched to each job (row)."""
-    out = np.empty(n, dtype=int)
-    out[rows] = cols
-    return out
-
-
-def _scipy(cost: np.ndarray) -> np.ndarray:
-    from scipy.optimize import linear_sum_assignment
-
-    try:
-        rows, cols = linear_sum_assignment(cost)
-    except ValueError as exc:  # "cost matrix is infeasible"
-        raise _NoFullMatching from exc
-    return _column_of_row(cost.shape[0], rows, cols)
-
-
-def _scipy_sparse(cost: np.ndarray) -> np.ndarray:
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
-
-    rows, cols = np.nonzero(np.isfinite(cost))
-    weights = cost[rows, cols]
-    weights = weights - weights.min() + 1.0  # every row takes one entry: a shift changes nothing;
-    graph = csr_matrix((weights, (rows, cols)), shape=cost.shape)  # > 0, as zeros are no edge
-    try:
-        r, c = min_weight_full_bipartite_matching(graph)
-    except ValueError as exc:  # "no full matching exists"
-        raise _NoFullMatching from exc
-    return _column_of_row(cost.shape[0], r, c)
-
-
-def _ortools(cost: np.ndarray) -> np.ndarray:
-    from ortools.graph.python import min_cost_flow
-
-    n, S = cost.shape
-    rows, cols = np.nonzero(np.isfinite(cost))
-    weights = cost[rows, cols] - cost[rows, cols].min()
-    top = min(2.0 ** 40, 2.0 ** 60 / (n + S + 1))  # OR-Tools scales costs by the node count
-    scaled = np.rint(weights * (top / weights.max() if weights.max() > 0 else 1.0)).astype(np.int64)
-    flow = min_cost_flow.SimpleMinCostFlow()
-    sink = n + S
-    tails = np.concatenate([rows, n + np.arange(S)])
-    heads = np.concatenate([n + cols, np.full(S, sink)])
-    flow.add_arcs_with_capacity_and_unit_cost(tails, heads, np.ones(tails.size, dtype=np.int64),
-                                              np.concatenate([scaled, np.zeros(S, np.int64)]))
-    flow.set_nodes_supplies(np.append(np.arange(n), sink),
-                            np.append(np.ones(n, dtype=np.int64), -n))
-    status = flow.solve()
-    if status == flow.INFEASIBLE:
-        raise _NoFullMatching
-    if status != flow.OPTIMAL:
-        raise SolveError(f"OR-Tools min-cost flow stopped with status {status}")
-    used = flow.flows(np.arange(rows.size)) > 0
-    out = np.empty(n, dtype=int)
-    out[rows[used]] = cols[used]
-    return out
-
-
-_SOLVERS = {"scipy": (_scipy, "scipy.optimize"), "scipy-sparse": (_scipy_sparse, "scipy.sparse.csgraph"),
-            "ortools": (_ortools, "ortools.graph.python.min_cost_flow"),
-            "full": (_scipy, "scipy.optimize")}
+_SOLVERS = {"scipy": (assignment.dense, "scipy.optimize"),
+            "scipy-sparse": (assignment.sparse, "scipy.sparse.csgraph"),
+            "ortools": (assignment.min_cost_flow, "ortools.graph.python.min_cost_flow"),
+            "full": (assignment.dense, "scipy.optimize")}
 
 
 def _solver(method: str):

@@ -38,5 +38,9 @@ class PolicyError(SchedoptError):
     """A policy name is unknown, or the instance lacks data the policy needs."""
 
 
+class OutputError(SchedoptError):
+    """An output file cannot be written (missing directory, not writable, or an input)."""
+
+
 class SolveError(SchedoptError):
     """A solver backend is unknown, not installed, or failed in a way that has no typed status."""

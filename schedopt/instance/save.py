@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from schedopt.files import write_atomically
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.model import FORMAT, Instance, Job, ParameterServerSpec, TaskDemand
 
@@ -108,4 +109,4 @@ def write_document(doc: dict, path: str | os.PathLike, indent: int = 2) -> None:
     else:
         message = f"unknown suffix {suffix!r}; expected .json, .yaml or .yml"
         raise InstanceError([Problem(str(path), "", message)])
-    Path(path).write_text(text, encoding="utf-8")
+    write_atomically(path, text)

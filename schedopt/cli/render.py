@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 from schedopt.result import Result
+
+# C0/C1 controls, DEL, and the bidirectional marks, embeddings, overrides and isolates that can
+# make a terminal show text in another order than it is.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object) -> str:
+    """`text` as a table shows it: control and bidirectional characters escaped as \\uXXXX
+    (JSON output keeps every id exactly)."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", str(text))
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    """Left-aligned text columns separated by two spaces, with a rule under the header."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+    """Left-aligned text columns separated by two spaces, with a rule under the header; cells
+    pass through `printable`."""
+    cells = [[printable(c) for c in row] for row in [headers, *rows]]
+    widths = [max(len(cell) for cell in column) for column in zip(*cells)]
+    line = lambda row: "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+    return "\n".join([line(cells[0]), line(["-" * w for w in widths]), *map(line, cells[1:])])
 
 
 def number(value: float | None, digits: int = 6) -> str:

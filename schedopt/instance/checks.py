@@ -77,7 +77,7 @@ def _rows(doc: dict) -> list[tuple[Path, dict]]:
 def _job_row(i: int, job: dict, perf: dict) -> tuple[Path, dict | None, list[tuple[Path, str]]]:
     """The row job `i` resolves to (own `throughput` first, else its `type` in the table), its
     path, and any problem resolving it; row None when it cannot be resolved."""
-    name, jtype, table = show(job.get("id")), job.get("type"), perf.get("throughput")
+    jtype, table = job.get("type"), perf.get("throughput")
     if "throughput" in job:
         row = job["throughput"]
         return ("jobs", i, "throughput"), row if isinstance(row, dict) else None, []
@@ -85,10 +85,11 @@ def _job_row(i: int, job: dict, perf: dict) -> tuple[Path, dict | None, list[tup
         row = table[jtype]
         return ("performance", "throughput", jtype), row if isinstance(row, dict) else None, []
     if isinstance(jtype, str) and (table is None or isinstance(table, dict)):
-        msg = f"job {name} has no own throughput row and its type {jtype!r} is not in performance.throughput"
+        msg = (f"job {show(job.get('id'))} has no own throughput row and its type {jtype!r} is not "
+               f"in performance.throughput")
         return (), None, [(("jobs", i, "type"), msg)]
     if jtype is None:
-        msg = f"job {name} has neither a throughput row nor a type; expected one of them"
+        msg = f"job {show(job.get('id'))} has neither a throughput row nor a type; expected one of them"
         return (), None, [(("jobs", i), msg)]
     return (), None, []
 
@@ -101,11 +102,14 @@ def _job_problems(doc: dict, types: list[str], counts: dict | None) -> list[tupl
             continue
         path, row, problems = _job_row(i, job, perf)
         found += problems
-        name, sf = show(job.get("id")), job.get("scale_factor", 1)
+        sf = job.get("scale_factor", 1)
         missing = [t for t in types if t not in row] if row is not None else []
-        label = f"job {name}" if path[:1] == ("jobs",) else f"job {name} (type {job.get('type')!r})"
-        need = "missing; {} needs steps/s on every GPU type (0 = cannot run on {})"
-        found += [(path + (t,), need.format(label, t)) for t in missing]
+        if missing:
+            name = show(job.get("id"))
+            label = (f"job {name}" if path[:1] == ("jobs",)
+                     else f"job {name} (type {job.get('type')!r})")
+            need = "missing; {} needs steps/s on every GPU type (0 = cannot run on {})"
+            found += [(path + (t,), need.format(label, t)) for t in missing]
         if counts is None or not is_integer(sf):
             continue
         if sf > max(counts.values()):
@@ -114,7 +118,7 @@ def _job_problems(doc: dict, types: list[str], counts: dict | None) -> list[tupl
         fits = [t for t in types if counts[t] >= sf]
         if row is not None and fits and not missing and all(is_number(row[t]) and row[t] == 0 for t in fits):
             where = f"every GPU type with >= {int(sf)} GPUs ({', '.join(fits)})"
-            msg = f"job {name} can run nowhere: throughput is 0 on {where}"
+            msg = f"job {show(job.get('id'))} can run nowhere: throughput is 0 on {where}"
             found.append((("jobs", i), msg))
     return found
 
@@ -173,7 +177,11 @@ def _parameter_server_problems(doc: dict) -> list[tuple[Path, str]]:
     """parameter_server: per-layer lists with a positive total, max_workers / max_ps at most
     MAX_TASKS, and one worker and one parameter server each fit the largest node's resources."""
     found, largest = [], _largest_node(_dict(doc.get("cluster")))
+    # A job without parameter_server can only fail the worker's default 1 GPU: check it once.
+    gpu_short = "gpus" in largest and largest["gpus"] < 1
     for i, job in enumerate(_list(doc.get("jobs"))):
+        if not gpu_short and not (isinstance(job, dict) and "parameter_server" in job):
+            continue
         ps = _dict(_dict(job).get("parameter_server"))
         base = ("jobs", i, "parameter_server")
         for key in ("compute_s_per_sample", "model_size_gb"):

@@ -10,12 +10,14 @@ import json
 import os
 from pathlib import Path
 
+import orjson
 import yaml
 
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.build import build_instance
 from schedopt.instance.model import Instance
-from schedopt.instance.validate import find_problems
+from schedopt.instance.checks import cross_field_problems
+from schedopt.instance.validate import find_problems, passes_schema
 from schedopt.instance.values import format_path
 
 _CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
@@ -93,8 +95,27 @@ def parse_instance(doc: dict, source: str = "<memory>") -> Instance:
 
 
 def load_instance(path: str | os.PathLike) -> Instance:
-    """Read, validate and build the instance in `path` (JSON or YAML); raises InstanceError."""
+    """Read, validate and build the instance in `path` (JSON or YAML); raises InstanceError.
+
+    A JSON file is first parsed with orjson and checked with the compiled schema validator
+    (`validate.passes_schema`) and the cross-field rules; only a file that fails there goes
+    through the detailed checker, which reports every problem with its path."""
+    fast = _fast_json(path)
+    if fast is not None and passes_schema(fast) and not cross_field_problems(fast):
+        return build_instance(fast, str(path))
     return parse_instance(read_document(path), str(path))
+
+
+def _fast_json(path: str | os.PathLike) -> dict | None:
+    """The document of a `.json` file parsed by orjson (strict JSON: no NaN/Infinity, integers
+    within 64 bits), or None when it is not one or does not parse that way."""
+    if Path(path).suffix.lower() != ".json":
+        return None
+    try:
+        doc = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def validate_file(path: str | os.PathLike) -> list[Problem]:

@@ -17,6 +17,7 @@ Gavel's mechanism (formulations.md section 2). Each round:
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -60,67 +61,124 @@ def assign_types(allocation: np.ndarray, priority: np.ndarray, deficit: np.ndarr
     """(M,) the type index each job runs on this round, -1 for none (steps 2 and 3)."""
     M, J = allocation.shape
     chosen = np.full(M, -1)
-    free = capacity.astype(float).copy()
+    free = capacity.astype(float).tolist()  # Python floats: this loop is scalar work
     jobs, types = np.nonzero(allocation > 0)
     order = np.lexsort((-allocation[jobs, types], -deficit[jobs, types], -priority[jobs, types]))
-    smallest = scale_factor.min() if M else 0
-    for m, j in zip(jobs[order], types[order]):
-        if chosen[m] < 0 and free[j] >= scale_factor[m]:
+    need = scale_factor.tolist()
+    smallest = min(need) if M else 0
+    for m, j in zip(jobs[order].tolist(), types[order].tolist()):
+        if chosen[m] < 0 and free[j] >= need[m]:
             chosen[m] = j
-            free[j] -= scale_factor[m]
-            if free.max() < smallest:
+            free[j] -= need[m]
+            if max(free) < smallest:
                 return chosen
     if work_conserving:
         waiting = np.flatnonzero(chosen < 0)
-        for m in waiting[np.argsort(served[waiting], kind="stable")]:
-            fits = np.flatnonzero(runnable[m] & (free >= scale_factor[m]))
-            if fits.size:
-                j = fits[np.argmax(allocation[m, fits])]  # where X wants it most, else first
+        for m in waiting[np.argsort(served[waiting], kind="stable")].tolist():
+            fits = [j for j in np.flatnonzero(runnable[m]).tolist() if free[j] >= need[m]]
+            if fits:
+                row = allocation[m]
+                j = max(fits, key=lambda k: row[k])  # where X wants it most, else first
                 chosen[m] = j
-                free[j] -= scale_factor[m]
+                free[j] -= need[m]
     return chosen
 
 
-def _take_gpus(free_by_node: dict[int, list[int]], size: int) -> tuple[int, ...]:
-    """`size` free GPUs from one node if one fits them (the fullest that does), else from the
-    nodes with the most free GPUs first. Removes them from `free_by_node`."""
-    fitting = [n for n, gpus in free_by_node.items() if len(gpus) >= size]
-    if fitting:
-        node = min(fitting, key=lambda n: (len(free_by_node[n]), n))
-        taken, free_by_node[node] = free_by_node[node][:size], free_by_node[node][size:]
+class _FreeGpus:
+    """The free GPUs of one type, node by node, with nodes bucketed by how many GPUs they have
+    free, so that "the fullest node that fits" and "the nodes with the most free GPUs" are found
+    without scanning every node (a heap of node indices per free count)."""
+
+    def __init__(self, nodes: np.ndarray, gpus: np.ndarray):
+        order = np.lexsort((gpus, nodes))
+        nodes, gpus = nodes[order], gpus[order]
+        starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]]) if nodes.size else []
+        self.gpus: dict[int, list[int]] = {}
+        for a, b in zip(starts, list(starts[1:]) + [nodes.size]):
+            self.gpus[int(nodes[a])] = gpus[a:b].tolist()
+        largest = max((len(g) for g in self.gpus.values()), default=0)
+        self.buckets: list[list[int]] = [[] for _ in range(largest + 1)]
+        for node, free in self.gpus.items():
+            self.buckets[len(free)].append(node)
+        for bucket in self.buckets:
+            heapq.heapify(bucket)
+
+    def _take_from(self, node: int, count: int) -> list[int]:
+        free = self.gpus[node]
+        taken, self.gpus[node] = free[:count], free[count:]
+        if self.gpus[node]:
+            heapq.heappush(self.buckets[len(self.gpus[node])], node)
+        return taken
+
+    def take(self, size: int) -> tuple[int, ...]:
+        """`size` GPUs from one node if one fits them (the fullest that does, lowest index on
+        ties), else from the nodes with the most free GPUs first (lowest index on ties)."""
+        for count in range(size, len(self.buckets)):
+            if self.buckets[count]:
+                return tuple(self._take_from(heapq.heappop(self.buckets[count]), size))
+        taken: list[int] = []
+        for count in range(len(self.buckets) - 1, 0, -1):
+            while self.buckets[count] and len(taken) < size:
+                node = heapq.heappop(self.buckets[count])
+                taken += self._take_from(node, size - len(taken))
+            if len(taken) == size:
+                break
         return tuple(taken)
-    taken: list[int] = []
-    for node in sorted(free_by_node, key=lambda n: (-len(free_by_node[n]), n)):
-        need = size - len(taken)
-        taken += free_by_node[node][:need]
-        free_by_node[node] = free_by_node[node][need:]
-        if len(taken) == size:
-            break
-    return tuple(taken)
+
+
+def _extensions(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topology,
+                previous: Mapping[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
+    """Jobs that keep last round's GPUs: same type, as many GPUs as their scale factor, and
+    none of them kept by a job of lower index."""
+    jobs = [m for m, g in previous.items() if 0 <= m < chosen.size and chosen[m] >= 0
+            and len(g) == scale_factor[m]]
+    if not jobs:
+        return {}
+    jobs.sort()
+    sizes = np.array([len(previous[m]) for m in jobs])
+    owner = np.repeat(np.array(jobs), sizes)
+    gpus = np.concatenate([np.asarray(previous[m], dtype=int) for m in jobs])
+    if np.unique(gpus).size < gpus.size:  # overlapping claims: decide them one job at a time
+        free = np.ones(topology.num_gpus, dtype=bool)
+        kept = {}
+        for m in jobs:
+            mine = np.asarray(previous[m], dtype=int)
+            if np.all(topology.gpu_type[mine] == chosen[m]) and free[mine].all():
+                kept[m] = tuple(previous[m])
+                free[mine] = False
+        return kept
+    same_type = topology.gpu_type[gpus] == chosen[owner]
+    ok = np.logical_and.reduceat(same_type, np.r_[0, np.cumsum(sizes)[:-1]])
+    return {m: tuple(previous[m]) for m, keep in zip(jobs, ok) if keep}
 
 
 def place_on_gpus(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topology,
                   previous: Mapping[int, tuple[int, ...]]) -> RoundPlacement:
     """Step 4: concrete GPU ids for the jobs `chosen` assigned to a type."""
+    gpus = _extensions(chosen, scale_factor, topology, previous)
     is_free = np.ones(topology.num_gpus, dtype=bool)
-    gpus: dict[int, tuple[int, ...]] = {}
+    if gpus:
+        is_free[np.concatenate([np.asarray(g, dtype=int) for g in gpus.values()])] = False
     running = np.flatnonzero(chosen >= 0)
-    for m in running:  # lease extensions first: same type, same GPUs, all still free
-        before = previous.get(int(m))
-        if before and len(before) == scale_factor[m] and \
-                np.all(topology.gpu_type[list(before)] == chosen[m]) and is_free[list(before)].all():
-            gpus[int(m)] = tuple(before)
-            is_free[list(before)] = False
-    rest = [m for m in running[np.argsort(-scale_factor[running], kind="stable")] if int(m) not in gpus]
-    free_by_type: dict[int, dict[int, list[int]]] = {}
-    for g in np.flatnonzero(is_free):
-        free_by_type.setdefault(int(topology.gpu_type[g]), {}).setdefault(
-            int(topology.gpu_node[g]), []).append(int(g))
+    rest = [int(m) for m in running[np.argsort(-scale_factor[running], kind="stable")]
+            if int(m) not in gpus]
+    free = np.flatnonzero(is_free)
+    pools = {j: _FreeGpus(topology.gpu_node[free[topology.gpu_type[free] == j]],
+                          free[topology.gpu_type[free] == j])
+             for j in np.unique(chosen[rest]).tolist()} if rest else {}
     for m in rest:
-        gpus[int(m)] = _take_gpus(free_by_type[int(chosen[m])], int(scale_factor[m]))
-    return RoundPlacement(
-        gpus=gpus, gpu_type={m: int(chosen[m]) for m in gpus},
-        nodes_spanned={m: len(set(topology.gpu_node[list(g)].tolist())) for m, g in gpus.items()})
+        gpus[m] = pools[int(chosen[m])].take(int(scale_factor[m]))
+    jobs = list(gpus)
+    if jobs:
+        sizes = np.array([len(gpus[m]) for m in jobs])
+        nodes = topology.gpu_node[np.concatenate([np.asarray(gpus[m], dtype=int) for m in jobs])]
+        owner = np.repeat(np.arange(len(jobs)), sizes)
+        pairs = np.unique(np.stack([owner, nodes]), axis=1)
+        spanned = np.bincount(pairs[0], minlength=len(jobs))
+    else:
+        spanned = np.zeros(0, dtype=int)
+    return RoundPlacement(gpus=gpus, gpu_type={m: int(chosen[m]) for m in jobs},
+                          nodes_spanned=dict(zip(jobs, spanned.tolist())))
 
 
 def place_round(allocation: np.ndarray, scale_factor: np.ndarray, topology: Topology,

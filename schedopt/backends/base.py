@@ -6,12 +6,14 @@ A formulation builds a `LinearProgram` (sparse, vectorized); a backend solves it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.core.outcome import Status, relative_gap  # noqa: F401 (re-exported)
+from schedopt.core.outcome import (SolutionStatus, Status, Termination,  # noqa: F401 (re-exported)
+                                   relative_gap, split_status, status_of)
 
 
 @dataclass(frozen=True)
@@ -75,25 +77,101 @@ class LinearProgram:
         return self.integer is not None and bool(np.any(self.integer))
 
 
-@dataclass
+# What a native status means when the solve stopped with (or without) a primal solution.
+NativeStatus = tuple[Termination, SolutionStatus]
+
+
+def read_status(native_map: dict, native, has_solution: bool) -> NativeStatus:
+    """(termination, solution) for the backend's `native` status through its explicit map;
+    an unmapped status is an error, and a status that promises a solution it did not return
+    has none."""
+    termination, solution = native_map.get(native, (Termination.ERROR, SolutionStatus.NONE))
+    return termination, solution if has_solution else SolutionStatus.NONE
+
+
+@dataclass(init=False)
 class SolveResult:
     """What a backend returns. `objective` and `bound` include `objective_offset`.
 
-    `x` is the primal solution (None without one); `row_duals` are the constraint duals in the
-    sign convention d(objective)/d(row bound) when the backend reports them (LPs only).
-    `termination` is the backend's own reason for stopping, kept for diagnostics.
+    reason: why the solver stopped; solution: what it has (`status` joins them, the one
+    word of the result document); detail: the backend's own words for its status, kept for
+    diagnostics. `x` is the primal solution (None without one); `row_duals` are the
+    constraint duals in the sign convention d(objective)/d(row bound) when the backend reports
+    them (LPs only).
+
+    Backends construct it with `reason=` and `solution=` (and `detail=`); the older form
+    `SolveResult(status, ..., termination="text")` still works: the pair then comes from
+    `split_status(status)` and the text goes to `detail`.
     """
 
-    status: Status
+    reason: Termination
+    solution: SolutionStatus
     objective: float | None
     bound: float | None
     x: np.ndarray | None
     solve_seconds: float
     backend: str
-    termination: str = ""
-    row_duals: np.ndarray | None = None
-    extra: dict = field(default_factory=dict)
+    detail: str
+    row_duals: np.ndarray | None
+    extra: dict
+
+    def __init__(self, status: Status | None = None, objective: float | None = None,
+                 bound: float | None = None, x: np.ndarray | None = None,
+                 solve_seconds: float = 0.0, backend: str = "",
+                 termination: str = "", row_duals: np.ndarray | None = None,
+                 extra: dict | None = None, *, reason: Termination | None = None,
+                 solution: SolutionStatus | None = None, detail: str = ""):
+        if (reason is None) == (status is None) or (reason is None) != (solution is None):
+            raise TypeError("SolveResult takes either status= or reason= with solution=")
+        if reason is not None:
+            self.reason, self.solution = Termination(reason), SolutionStatus(solution)
+        else:
+            self.reason, self.solution = split_status(status)
+        detail = detail or termination
+        self.objective, self.bound, self.x = objective, bound, x
+        self.solve_seconds, self.backend, self.detail = solve_seconds, backend, detail
+        self.row_duals, self.extra = row_duals, dict(extra or {})
+
+    @property
+    def status(self) -> Status:
+        return status_of(self.reason, self.solution)
+
+    @status.setter
+    def status(self, value: Status) -> None:
+        self.reason, self.solution = split_status(value)
+
+    @property
+    def termination(self) -> str:
+        """The backend's own words (`detail`), for callers written before the typed
+        `reason`; read `reason` for why the solve stopped, `detail` for the text."""
+        return self.detail
 
     @property
     def gap(self) -> float | None:
         return relative_gap(self.objective, self.bound)
+
+
+
+class IncrementalProgram(Protocol):
+    """An LP loaded into a backend that has ADD_COLUMNS (`Solver.incremental(lp)`): column
+    generation adds columns and re-solves from the last basis, never rebuilding the model.
+
+    add_columns(cost, lower, upper, block): n new columns, `block` their (num_rows x n) sparse
+    coefficients; set_column_bounds(columns, lower, upper); set_option(name, value): a
+    backend's own option (e.g. HiGHS' "simplex_strategy"); solve(): a SolveResult whose
+    `row_duals` are the duals when optimal; program: the LP as it stands (each `solve` records
+    it in the Solver, for MPS export)."""
+
+    num_cols: int
+    num_rows: int
+
+    def add_columns(self, cost, lower, upper, block: sp.spmatrix) -> None: ...
+
+    def set_column_bounds(self, columns, lower, upper) -> None: ...
+
+    def set_option(self, name: str, value) -> None: ...
+
+    def solve(self) -> SolveResult: ...
+
+    @property
+    def program(self) -> LinearProgram: ...

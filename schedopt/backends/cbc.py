@@ -21,14 +21,26 @@ import time
 
 import numpy as np
 
-from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
+                                    Termination, read_status)
 from schedopt.backends.mps import write_mps
+from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
-# First words of the status line. "Optimal (within gap tolerance)" counts as optimal, like HiGHS;
-# "Stopped on <limit> - objective value" has a solution, other "Stopped ..." lines have none.
-_STATUS_WORDS = (("Optimal", Status.OPTIMAL), ("Infeasible", Status.INFEASIBLE),
-                 ("Integer infeasible", Status.INFEASIBLE), ("Unbounded", Status.UNBOUNDED))
+_T, _S = Termination, SolutionStatus
+# First words of the status line -> (termination, solution when the line has one). "Optimal
+# (within gap tolerance)" counts as optimal, like HiGHS; "Stopped on <limit> - objective value"
+# has a solution, other "Stopped ..." lines (no integer solution yet) have none.
+_STATUS_WORDS = {"Optimal": (_T.OPTIMAL, _S.OPTIMAL), "Infeasible": (_T.INFEASIBLE, _S.NONE),
+                 "Integer infeasible": (_T.INFEASIBLE, _S.NONE),
+                 "Unbounded": (_T.UNBOUNDED, _S.NONE),
+                 "Stopped on time": (_T.TIME_LIMIT, _S.FEASIBLE),
+                 "Stopped on iterations": (_T.ITERATION_LIMIT, _S.FEASIBLE),
+                 "Stopped on nodes": (_T.ITERATION_LIMIT, _S.FEASIBLE),
+                 "Stopped on solutions": (_T.ITERATION_LIMIT, _S.FEASIBLE),
+                 "Stopped on ctrl-c": (_T.INTERRUPTED, _S.FEASIBLE),
+                 "Stopped on difficulties": (_T.NUMERICAL, _S.FEASIBLE),
+                 "Stopped": (_T.FEASIBLE, _S.FEASIBLE)}  # any other limit
 _STOPPED_WITH_SOLUTION = re.compile(r"Stopped on [\w ]+ - objective value")
 _LOWER_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
 # Seconds CBC may run past its own time limit before we kill it.
@@ -49,13 +61,17 @@ def cbc_path() -> str:
     return found
 
 
-def _status(status_line: str) -> Status:
-    if _STOPPED_WITH_SOLUTION.match(status_line):
-        return Status.FEASIBLE
-    for word, status in _STATUS_WORDS:
-        if status_line.startswith(word):
-            return status
-    return Status.ERROR
+def _status(status_line: str, timed: bool = False) -> tuple[Termination, SolutionStatus]:
+    """(termination, solution) of CBC's status line. Clp says "Stopped on iterations" when its
+    time runs out, and schedopt sets no limit but the time limit, so under one (`timed`) any
+    iteration, node or solution limit is the time limit."""
+    words = next((words for words in _STATUS_WORDS if status_line.startswith(words)), None)
+    stopped = status_line.startswith("Stopped")
+    has_solution = bool(_STOPPED_WITH_SOLUTION.match(status_line)) if stopped else True
+    reason, solution = read_status(_STATUS_WORDS, words, has_solution)
+    if timed and reason is Termination.ITERATION_LIMIT:
+        reason = Termination.TIME_LIMIT
+    return reason, solution
 
 
 def _read_saved_solution(path: str, num_rows: int, num_cols: int) -> tuple[np.ndarray, np.ndarray]:
@@ -82,6 +98,7 @@ class CbcBackend:
     """CBC 2.10: LPs (with row duals) and MILPs (with CBC's lower bound when it prints one)."""
 
     name = "cbc"
+    capabilities = Capability.LP | Capability.MILP | Capability.DUALS
 
     def _command(self, mps: str, status_file: str, saved: str, lp: LinearProgram,
                  options: SolveOptions) -> list[str]:
@@ -119,7 +136,7 @@ class CbcBackend:
             with open(status_file, encoding="ascii") as f:
                 status_line = f.readline().strip()
             x = duals = None
-            if _status(status_line).has_solution:
+            if _status(status_line)[1] is not SolutionStatus.NONE:
                 x, duals = _read_saved_solution(saved, sent.num_rows, sent.num_cols)
         return status_line, x, duals, run.stdout, seconds
 
@@ -131,10 +148,10 @@ class CbcBackend:
                                    row_lower=lp.row_lower[kept], row_upper=lp.row_upper[kept],
                                    row_names=None)
         status_line, x, sent_duals, log, seconds = self._run(sent, options)
-        status = _status(status_line)
-        result = SolveResult(status=status, objective=None, bound=None, x=None, solve_seconds=seconds,
-                             backend=self.name, termination=status_line)
-        if not status.has_solution:
+        reason, found = _status(status_line, timed=options.time_limit is not None)
+        result = SolveResult(reason=reason, solution=found, solve_seconds=seconds,
+                             backend=self.name, detail=status_line)
+        if found is SolutionStatus.NONE:
             return result
         result.x = x.copy()
         result.objective = float(np.dot(lp.c, x) + lp.objective_offset)
@@ -142,9 +159,9 @@ class CbcBackend:
             lower = _lower_bound(log)  # of the minimization we sent
             if lower is not None:
                 result.bound = sign * min(lower, sign * result.objective)
-            elif status is Status.OPTIMAL:
+            elif found is SolutionStatus.OPTIMAL:
                 result.bound = result.objective
-        elif status is Status.OPTIMAL:
+        elif found is SolutionStatus.OPTIMAL:
             result.bound = result.objective
             result.row_duals = np.zeros(lp.num_rows)
             result.row_duals[kept] = sign * sent_duals

@@ -10,21 +10,27 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
+                                    Termination, read_status)
+from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
 
 def _status_map(clarabel) -> dict:
-    s = clarabel.SolverStatus
+    """Clarabel status -> (termination, solution). "Almost solved" is a solution short of the
+    tolerances; a time or iteration limit leaves an iterate that is no solution."""
+    s, T, S = clarabel.SolverStatus, Termination, SolutionStatus
     return {
-        str(s.Solved): Status.OPTIMAL,
-        str(s.AlmostSolved): Status.FEASIBLE,
-        str(s.PrimalInfeasible): Status.INFEASIBLE,
-        str(s.AlmostPrimalInfeasible): Status.INFEASIBLE,
-        str(s.DualInfeasible): Status.UNBOUNDED,
-        str(s.AlmostDualInfeasible): Status.UNBOUNDED,
-        str(s.MaxTime): Status.ERROR,
-        str(s.MaxIterations): Status.ERROR,
+        str(s.Solved): (T.OPTIMAL, S.OPTIMAL),
+        str(s.AlmostSolved): (T.NUMERICAL, S.FEASIBLE),
+        str(s.PrimalInfeasible): (T.INFEASIBLE, S.NONE),
+        str(s.AlmostPrimalInfeasible): (T.INFEASIBLE, S.NONE),
+        str(s.DualInfeasible): (T.UNBOUNDED, S.NONE),
+        str(s.AlmostDualInfeasible): (T.UNBOUNDED, S.NONE),
+        str(s.MaxTime): (T.TIME_LIMIT, S.NONE),
+        str(s.MaxIterations): (T.ITERATION_LIMIT, S.NONE),
+        str(s.NumericalError): (T.NUMERICAL, S.NONE),
+        str(s.InsufficientProgress): (T.NUMERICAL, S.NONE),
     }
 
 
@@ -55,6 +61,7 @@ def conic_form(lp: LinearProgram):
 
 class ClarabelBackend:
     name = "clarabel"
+    capabilities = Capability.LP | Capability.DUALS
 
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
         import clarabel
@@ -72,18 +79,20 @@ class ClarabelBackend:
         cones.append(clarabel.NonnegativeConeT(A.shape[0] - n_eq))
         P = sp.csc_matrix((free.size, free.size))
         solution = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
-        status = _status_map(clarabel).get(str(solution.status), Status.ERROR)
+        reason, found = read_status(_status_map(clarabel), str(solution.status), True)
         offset_fixed = float(lp.c @ x_fixed) + lp.objective_offset
-        if not status.has_solution:
-            return SolveResult(status, None, None, None, solution.solve_time, self.name,
-                               termination=str(solution.status))
+        if found is SolutionStatus.NONE:
+            return SolveResult(reason=reason, solution=found, solve_seconds=solution.solve_time,
+                               backend=self.name, detail=str(solution.status))
         x = x_fixed.copy()
         x[free] = np.asarray(solution.x)
         sign = -1.0 if lp.maximize else 1.0
         objective = float(lp.c @ x) + lp.objective_offset
-        bound = sign * float(solution.obj_val_dual) + offset_fixed if status is Status.OPTIMAL else None
+        proven = found is SolutionStatus.OPTIMAL
+        bound = sign * float(solution.obj_val_dual) + offset_fixed if proven else None
         z = np.asarray(solution.z)[: row_index.size]
         duals = np.zeros(lp.num_rows)
         np.add.at(duals, row_index, -sign * row_sign * z)
-        return SolveResult(status, objective, bound, x, solution.solve_time, self.name,
-                           termination=str(solution.status), row_duals=duals)
+        return SolveResult(reason=reason, solution=found, objective=objective, bound=bound, x=x,
+                           solve_seconds=solution.solve_time, backend=self.name,
+                           detail=str(solution.status), row_duals=duals)

@@ -14,19 +14,30 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
+                                    Termination, read_status)
+from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
+_T, _S = Termination, SolutionStatus
+# cvxpy status -> (termination, solution when cvxpy returns values); a limit is read apart
+# (`_stopped_by_a_limit`).
 _STATUS = {
-    "optimal": Status.OPTIMAL,
-    "optimal_inaccurate": Status.FEASIBLE,  # a solution, but short of the solver's tolerances
-    "user_limit": Status.FEASIBLE,  # demoted to ERROR below when there is no solution
-    "infeasible": Status.INFEASIBLE,
-    "infeasible_inaccurate": Status.INFEASIBLE,
-    "unbounded": Status.UNBOUNDED,
-    "unbounded_inaccurate": Status.UNBOUNDED,
-    "infeasible_or_unbounded": Status.INFEASIBLE,
+    "optimal": (_T.OPTIMAL, _S.OPTIMAL),
+    "optimal_inaccurate": (_T.NUMERICAL, _S.FEASIBLE),  # short of the solver's tolerances
+    "user_limit": (_T.ITERATION_LIMIT, _S.FEASIBLE),
+    "infeasible": (_T.INFEASIBLE, _S.NONE),
+    "infeasible_inaccurate": (_T.INFEASIBLE, _S.NONE),
+    "unbounded": (_T.UNBOUNDED, _S.NONE),
+    "unbounded_inaccurate": (_T.UNBOUNDED, _S.NONE),
+    "infeasible_or_unbounded": (_T.INFEASIBLE, _S.NONE),
+    "solver_error": (_T.ERROR, _S.NONE),
 }
+# cvxpy 1.9's MI_SOLVERS, written out so that reading capabilities imports no cvxpy; without
+# ECOS_BB (cvxpy itself never picks it: its branch and bound is unreliable). HIGHS is highspy,
+# whose MIP is wrong on some releases (highs.py).
+_MILP_SOLVERS = frozenset({"MOSEK", "CPLEX", "GUROBI", "COPT", "GLPK_MI", "CBC", "XPRESS", "SCIP",
+                           "SCIPY", "HIGHS", "CUOPT", "KNITRO"})
 
 # cvxpy passes solver options through under each solver's own names; SCIPY takes them in one dict.
 _TIME_LIMIT = {"CLARABEL": "time_limit", "HIGHS": "time_limit", "SCIPY": "time_limit",
@@ -49,6 +60,14 @@ def _solver_options(solver: str, options: SolveOptions, is_mip: bool) -> dict:
     if options.threads is not None and solver in _THREADS:
         kwargs[_THREADS[solver]] = int(options.threads)
     return {"scipy_options": kwargs} if solver == "SCIPY" and kwargs else kwargs
+
+
+def _stopped_by_a_limit(problem, solver: str) -> bool:
+    """Whether a limit stopped the solver: cvxpy says "user_limit", or for SCIPY
+    "optimal_inaccurate", its name for scipy's status 1 (iteration or time limit). Neither says
+    which limit; schedopt sets only a time limit, so under one it is that."""
+    return problem.status == "user_limit" or (solver == "SCIPY"
+                                              and problem.status == "optimal_inaccurate")
 
 
 def _rows(lower: np.ndarray, upper: np.ndarray):
@@ -89,16 +108,27 @@ class CvxpyBackend:
         self.solver = solver.upper() if solver else None
         self.name = f"cvxpy:{self.solver}" if self.solver else "cvxpy"
 
-    def _solver_for(self, cp, lp: LinearProgram) -> str:
-        from cvxpy.reductions.solvers.defines import MI_SOLVERS
+    @property
+    def capabilities(self) -> Capability:
+        """LPs with duals on any solver (CLARABEL by default); MILPs on SCIPY (the default) and
+        cvxpy's other integer solvers, HIGHS only where highspy's MIP is right."""
+        milp = self.solver is None or self.solver in _MILP_SOLVERS
+        if self.solver == "HIGHS":
+            from schedopt.backends.highs import mip_is_broken
 
+            milp = not mip_is_broken()
+        return Capability.LP | Capability.DUALS | (Capability.MILP if milp else Capability.none())
+
+    def _solver_for(self, cp, lp: LinearProgram) -> str:
         solver = self.solver or ("SCIPY" if lp.is_mip else "CLARABEL")
         installed = cp.installed_solvers()
         if solver not in installed:
             raise SolveError(f"cvxpy has no solver {solver!r}; installed: {', '.join(installed)}")
-        if lp.is_mip and solver not in MI_SOLVERS:
+        if lp.is_mip and Capability.MILP not in self.capabilities:
+            able = [name for name in installed
+                    if Capability.MILP in CvxpyBackend(name).capabilities]
             raise SolveError(f"cvxpy:{solver} cannot solve integer programs; use one of "
-                             f"{', '.join(f'cvxpy:{name}' for name in installed if name in MI_SOLVERS)}")
+                             f"{', '.join(f'cvxpy:{name}' for name in able)}")
         return solver
 
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
@@ -115,20 +145,22 @@ class CvxpyBackend:
                 problem.solve(solver=solver, verbose=bool(options.verbose),
                               **_solver_options(solver, options, lp.is_mip))
         except cp.error.SolverError as exc:
-            return SolveResult(status=Status.ERROR, objective=None, bound=None, x=None,
+            return SolveResult(reason=Termination.ERROR, solution=SolutionStatus.NONE,
                                solve_seconds=time.perf_counter() - start, backend=self.name,
-                               termination=str(exc))
-        result = SolveResult(status=_STATUS.get(problem.status, Status.ERROR), objective=None,
-                             bound=None, x=None, solve_seconds=time.perf_counter() - start,
-                             backend=self.name, termination=problem.status)
-        if result.status.has_solution and x.value is None:
-            result.status = Status.ERROR
-        if not result.status.has_solution:
+                               detail=str(exc))
+        reason, found = read_status(_STATUS, problem.status, x.value is not None)
+        if _stopped_by_a_limit(problem, solver):
+            reason = Termination.ITERATION_LIMIT if options.time_limit is None else \
+                Termination.TIME_LIMIT
+        result = SolveResult(reason=reason, solution=found,
+                             solve_seconds=time.perf_counter() - start, backend=self.name,
+                             detail=problem.status)
+        if found is SolutionStatus.NONE:
             return result
         result.x = np.empty(lp.num_cols)
         result.x[order] = x.value
         result.objective = float(problem.value)
-        if result.status is Status.OPTIMAL and not lp.is_mip:
+        if found is SolutionStatus.OPTIMAL and not lp.is_mip:
             result.bound = result.objective
             flip = -1.0 if lp.maximize else 1.0
             duals = np.zeros(lp.num_rows + lp.num_cols)

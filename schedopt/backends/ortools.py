@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
+                                    Termination, read_status)
+from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
 _SOLVER_TYPES = {"glop": "SOLVER_TYPE_GLOP", "pdlp": "SOLVER_TYPE_PDLP", "cpsat": "SOLVER_TYPE_CP_SAT",
                  "scip": "SOLVER_TYPE_GSCIP"}
+
+_CAPABILITIES = {
+    "glop": Capability.LP | Capability.DUALS,
+    "pdlp": Capability.LP | Capability.DUALS,
+    "cpsat": Capability.MILP | Capability.MIP_START,  # pure integer programs only
+    "scip": Capability.LP | Capability.MILP | Capability.MIP_START,
+}
 
 # PDLP's own stopping tolerance (1e-6 on residuals and gap) left objectives up to 1.5e-6 (relative)
 # off simplex on small random LPs; at 1e-8 they were within 1.5e-8, for a few more iterations.
@@ -70,6 +79,7 @@ class MathOptBackend:
                              f"{', '.join(_SOLVER_TYPES)}")
         self.solver = solver
         self.name = solver
+        self.capabilities = _CAPABILITIES[solver]
 
     def _check_supported(self, lp: LinearProgram) -> None:
         if self.solver == "cpsat":
@@ -97,7 +107,6 @@ class MathOptBackend:
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
         self._check_supported(lp)
         from ortools.math_opt import model_pb2, parameters_pb2, result_pb2
-
         model = _model_proto(model_pb2, lp)
         params = self._parameters(parameters_pb2, lp, options)
         hints = self._model_parameters(lp, options)
@@ -109,7 +118,7 @@ class MathOptBackend:
             params.presolve = parameters_pb2.EMPHASIS_OFF
             result = self._run(model, params, hints)
             seconds += _seconds(result)
-        return self._read(result_pb2, result, lp, seconds)
+        return self._read(result_pb2, result, lp, seconds, timed=options.time_limit is not None)
 
     def _model_parameters(self, lp: LinearProgram, options: SolveOptions):
         """ModelSolveParametersProto: `options.start` as a solution hint (MILPs on cpsat/scip)."""
@@ -142,35 +151,54 @@ class MathOptBackend:
         except StatusNotOk as exc:
             raise SolveError(f"{self.name} could not solve the model: {exc}") from exc
 
-    def _read(self, result_pb2, result, lp: LinearProgram, seconds: float) -> SolveResult:
-        """Map a SolveResultProto to a SolveResult; "infeasible or unbounded" counts as infeasible
-        (as in the HiGHS backend) unless MathOpt says the primal is feasible."""
+    def _read(self, result_pb2, result, lp: LinearProgram, seconds: float,
+              timed: bool) -> SolveResult:
+        """Map a SolveResultProto to a SolveResult through `_reasons`; "infeasible or
+        unbounded" counts as infeasible (as in the HiGHS backend) unless MathOpt says the primal
+        is feasible."""
         termination = result.termination
-        reason = termination.reason
-        status = {
-            result_pb2.TERMINATION_REASON_OPTIMAL: Status.OPTIMAL,
-            result_pb2.TERMINATION_REASON_FEASIBLE: Status.FEASIBLE,
-            result_pb2.TERMINATION_REASON_INFEASIBLE: Status.INFEASIBLE,
-            result_pb2.TERMINATION_REASON_UNBOUNDED: Status.UNBOUNDED,
-        }.get(reason, Status.ERROR)
-        if reason == result_pb2.TERMINATION_REASON_INFEASIBLE_OR_UNBOUNDED:
-            primal_feasible = (termination.problem_status.primal_status
-                               == result_pb2.FEASIBILITY_STATUS_FEASIBLE)
-            status = Status.UNBOUNDED if primal_feasible else Status.INFEASIBLE
         solution = result.solutions[0] if result.solutions else None
-        if status.has_solution and (solution is None or not solution.HasField("primal_solution")):
-            status = Status.ERROR
+        has_primal = solution is not None and solution.HasField("primal_solution")
+        reasons = _reasons(result_pb2, termination, timed)
+        reason, found = read_status(reasons, termination.reason, has_primal)
         x = objective = bound = duals = None
-        if status.has_solution:
+        if found is not SolutionStatus.NONE:
             x = _dense(solution.primal_solution.variable_values, lp.num_cols)
             objective = float(solution.primal_solution.objective_value)
             dual_bound = float(termination.objective_bounds.dual_bound)
-            bound = objective if status is Status.OPTIMAL and not lp.is_mip else dual_bound
+            proven = found is SolutionStatus.OPTIMAL
+            bound = objective if proven and not lp.is_mip else dual_bound
             bound = bound if np.isfinite(bound) else None
-            if status is Status.OPTIMAL and not lp.is_mip and solution.HasField("dual_solution"):
+            if proven and not lp.is_mip and solution.HasField("dual_solution"):
                 duals = _dense(solution.dual_solution.dual_values, lp.num_rows)
-        detail = result_pb2.TerminationReasonProto.Name(reason)
+        detail = result_pb2.TerminationReasonProto.Name(termination.reason)
         if termination.detail:
             detail += f": {termination.detail}"
-        return SolveResult(status=status, objective=objective, bound=bound, x=x,
-                           solve_seconds=seconds, backend=self.name, termination=detail, row_duals=duals)
+        return SolveResult(reason=reason, solution=found, objective=objective, bound=bound, x=x,
+                           solve_seconds=seconds, backend=self.name, detail=detail, row_duals=duals)
+
+
+def _reasons(result_pb2, termination, timed: bool) -> dict:
+    """MathOpt termination reason -> (termination, solution when there is a primal solution).
+    FEASIBLE and NO_SOLUTION_FOUND name the limit that stopped the solve in `termination.limit`;
+    Glop and CP-SAT leave it undetermined, and as schedopt sets no limit but the time limit,
+    an undetermined limit under a time limit (`timed`) is that one."""
+    r, T, S = result_pb2, Termination, SolutionStatus
+    limit = {r.LIMIT_TIME: T.TIME_LIMIT, r.LIMIT_ITERATION: T.ITERATION_LIMIT,
+             r.LIMIT_NODE: T.ITERATION_LIMIT, r.LIMIT_SOLUTION: T.ITERATION_LIMIT,
+             r.LIMIT_INTERRUPTED: T.INTERRUPTED,
+             r.LIMIT_UNDETERMINED: T.TIME_LIMIT if timed else None,
+             r.LIMIT_UNSPECIFIED: T.TIME_LIMIT if timed else None}.get(termination.limit)
+    primal_feasible = termination.problem_status.primal_status == r.FEASIBILITY_STATUS_FEASIBLE
+    return {
+        r.TERMINATION_REASON_OPTIMAL: (T.OPTIMAL, S.OPTIMAL),
+        r.TERMINATION_REASON_FEASIBLE: (limit or T.FEASIBLE, S.FEASIBLE),
+        r.TERMINATION_REASON_NO_SOLUTION_FOUND: (limit or T.ERROR, S.NONE),
+        r.TERMINATION_REASON_INFEASIBLE: (T.INFEASIBLE, S.NONE),
+        r.TERMINATION_REASON_UNBOUNDED: (T.UNBOUNDED, S.NONE),
+        r.TERMINATION_REASON_INFEASIBLE_OR_UNBOUNDED:
+            (T.UNBOUNDED if primal_feasible else T.INFEASIBLE, S.NONE),
+        r.TERMINATION_REASON_IMPRECISE: (T.NUMERICAL, S.NONE),
+        r.TERMINATION_REASON_NUMERICAL_ERROR: (T.NUMERICAL, S.NONE),
+        r.TERMINATION_REASON_OTHER_ERROR: (T.ERROR, S.NONE),
+    }

@@ -4,6 +4,10 @@ Names: ``highs`` (HiGHS via highspy; ``highs-ipm`` forces its interior point), `
 (interior point, LPs only), ``glop``, ``pdlp``, ``cpsat``, ``scip`` (OR-Tools MathOpt),
 ``cbc`` (the CBC binary that PuLP ships),
 ``cvxpy`` or ``cvxpy:SOLVER`` (any solver cvxpy has installed, e.g. ``cvxpy:CLARABEL``).
+
+Each backend declares its `capabilities` (`schedopt.core.capabilities.Capability`: LP, MILP,
+DUALS, WARM_START, ADD_COLUMNS, MIP_START); policies ask for those, never for names
+(`backends_with`, `Solver.require`). Reading them imports no solver package.
 """
 
 from __future__ import annotations
@@ -13,15 +17,19 @@ import importlib.util
 from contextlib import contextmanager
 from typing import Iterator, Protocol
 
-from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
+                                    Status, Termination)
+from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
-__all__ = ["Backend", "LinearProgram", "SolveOptions", "SolveResult", "Status",
-           "BACKEND_NAMES", "get_backend", "solve_lp", "recording", "record"]
+__all__ = ["Backend", "Capability", "LinearProgram", "SolutionStatus", "SolveOptions",
+           "SolveResult", "Status", "Termination", "BACKEND_NAMES", "backends_with",
+           "get_backend", "solve_lp", "recording"]
 
 
 class Backend(Protocol):
     name: str
+    capabilities: Capability
 
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult: ...
 
@@ -59,6 +67,15 @@ def get_backend(name: str) -> Backend:
     return cls(arg) if arg is not None else cls()
 
 
+def backends_with(needed: Capability) -> list[str]:
+    """Names of the installed backends (in registry order) that have every flag in `needed`."""
+    names = []
+    for name, (_, _, _, package) in _REGISTRY.items():
+        if importlib.util.find_spec(package) is not None and needed in get_backend(name).capabilities:
+            names.append(name)
+    return names
+
+
 _recorders: list[list[LinearProgram]] = []
 
 
@@ -73,9 +90,9 @@ def recording() -> Iterator[list[LinearProgram]]:
         _recorders.remove(programs)
 
 
-def record(lp: LinearProgram) -> None:
-    """Hand `lp` to every open `recording()` block without solving it (for a formulation that
-    solves through a solver object of its own, e.g. column generation's final master LP)."""
+def _feed_recorders(lp: LinearProgram) -> None:
+    """Hand `lp` to every open `recording()` block: from `solve_lp`, and from `Solver.record`
+    for policies that still receive a solver name and build their own Solver inside."""
     for programs in _recorders:
         programs.append(lp)
 
@@ -83,5 +100,5 @@ def record(lp: LinearProgram) -> None:
 def solve_lp(lp: LinearProgram, solver: str = "highs",
              options: SolveOptions | None = None) -> SolveResult:
     """Solve `lp` with the backend named `solver`."""
-    record(lp)
+    _feed_recorders(lp)
     return get_backend(solver).solve(lp, options or SolveOptions())

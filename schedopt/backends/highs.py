@@ -1,12 +1,16 @@
-"""HiGHS through highspy: the default backend for LPs and MILPs."""
+"""HiGHS through highspy: the default backend for LPs and MILPs, and the one whose loaded LP
+takes new columns and re-solves from its last basis (`HighsBackend.incremental`)."""
 
 from __future__ import annotations
 
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
-from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, Status
+from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
+                                    Termination, read_status)
+from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
 # highspy 1.14.0 (the release that coexists with ortools 9.15 and that cvxpy 1.9.3 needs) returns
@@ -15,20 +19,29 @@ from schedopt.errors import SolveError
 BROKEN_MIP_VERSIONS = ("1.14.0",)
 
 
+def mip_is_broken() -> bool:
+    """Whether the installed highspy is a release whose MIP solver returns wrong optima (read
+    from the package metadata, without importing highspy)."""
+    from importlib.metadata import version
+
+    return version("highspy") in BROKEN_MIP_VERSIONS
+
+
 def _status_map(highspy) -> dict:
-    s = highspy.HighsModelStatus
+    """HiGHS model status -> (termination, solution when HiGHS has a primal solution)."""
+    s, T, S = highspy.HighsModelStatus, Termination, SolutionStatus
     return {
-        s.kOptimal: Status.OPTIMAL,
-        s.kInfeasible: Status.INFEASIBLE,
-        s.kUnbounded: Status.UNBOUNDED,
-        s.kUnboundedOrInfeasible: Status.INFEASIBLE,
-        s.kModelEmpty: Status.OPTIMAL,
-        s.kTimeLimit: Status.FEASIBLE,
-        s.kIterationLimit: Status.FEASIBLE,
-        s.kSolutionLimit: Status.FEASIBLE,
-        s.kInterrupt: Status.FEASIBLE,
-        s.kObjectiveBound: Status.FEASIBLE,
-        s.kObjectiveTarget: Status.FEASIBLE,
+        s.kOptimal: (T.OPTIMAL, S.OPTIMAL),
+        s.kModelEmpty: (T.OPTIMAL, S.OPTIMAL),
+        s.kInfeasible: (T.INFEASIBLE, S.NONE),
+        s.kUnboundedOrInfeasible: (T.INFEASIBLE, S.NONE),
+        s.kUnbounded: (T.UNBOUNDED, S.NONE),
+        s.kTimeLimit: (T.TIME_LIMIT, S.FEASIBLE),
+        s.kIterationLimit: (T.ITERATION_LIMIT, S.FEASIBLE),
+        s.kSolutionLimit: (T.ITERATION_LIMIT, S.FEASIBLE),
+        s.kInterrupt: (T.INTERRUPTED, S.FEASIBLE),
+        s.kObjectiveBound: (T.FEASIBLE, S.FEASIBLE),
+        s.kObjectiveTarget: (T.FEASIBLE, S.FEASIBLE),
     }
 
 
@@ -58,14 +71,23 @@ def _to_highs_lp(highspy, lp: LinearProgram):
 
 
 class HighsBackend:
-    """HiGHS; `method` None lets HiGHS choose (dual simplex for LPs), "ipm" forces interior point."""
+    """HiGHS; `method` None lets HiGHS choose (dual simplex for LPs), "ipm" forces interior point
+    (LPs only: no warm start, no added columns)."""
 
     def __init__(self, method: str | None = None):
         self.method = method
         self.name = "highs" if method is None else f"highs-{method}"
 
+    @property
+    def capabilities(self) -> Capability:
+        if self.method is not None:
+            return Capability.LP | Capability.DUALS
+        simplex = (Capability.LP | Capability.DUALS | Capability.WARM_START
+                   | Capability.ADD_COLUMNS)
+        return simplex if mip_is_broken() else simplex | Capability.MILP
+
     def make_solver(self, lp: LinearProgram, options: SolveOptions):
-        """A highspy.Highs holding `lp` with `options` applied, for callers that re-solve it."""
+        """A highspy.Highs holding `lp` with `options` applied."""
         import highspy
 
         h = highspy.Highs()
@@ -89,28 +111,137 @@ class HighsBackend:
         h.run()
         seconds = time.perf_counter() - start
         model_status = h.getModelStatus()
-        status = _status_map(highspy).get(model_status, Status.ERROR)
         info = h.getInfo()
         has_primal = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        if status is Status.FEASIBLE and not has_primal:
-            status = Status.ERROR
-        x = np.array(h.getSolution().col_value) if status.has_solution else None
-        objective = float(info.objective_function_value) if status.has_solution else None
+        reason, solution = read_status(_status_map(highspy), model_status,
+                                       has_primal or model_status == highspy.HighsModelStatus.kOptimal
+                                       or model_status == highspy.HighsModelStatus.kModelEmpty)
+        found = solution is not SolutionStatus.NONE
+        proven = solution is SolutionStatus.OPTIMAL
+        x = np.array(h.getSolution().col_value) if found else None
+        objective = float(info.objective_function_value) if found else None
         if lp.is_mip:
-            bound = float(info.mip_dual_bound) if status.has_solution else None
+            bound = float(info.mip_dual_bound) if found else None
             duals = None
         else:
-            bound = objective if status is Status.OPTIMAL else None
-            duals = np.array(h.getSolution().row_dual) if status is Status.OPTIMAL else None
-        return SolveResult(status=status, objective=objective, bound=bound, x=x,
+            bound = objective if proven else None
+            duals = np.array(h.getSolution().row_dual) if proven else None
+        return SolveResult(reason=reason, solution=solution, objective=objective, bound=bound, x=x,
                            solve_seconds=seconds, backend=self.name,
-                           termination=h.modelStatusToString(model_status), row_duals=duals)
+                           detail=h.modelStatusToString(model_status), row_duals=duals,
+                           extra={"simplex_iterations": int(info.simplex_iteration_count)})
 
-    def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
-        if lp.is_mip:
+    def _check_supported(self, lp: LinearProgram) -> None:
+        if not lp.is_mip:
+            return
+        if self.method is not None:
+            raise SolveError(f"{self.name} solves only LPs; use highs, scip, cbc or cpsat for "
+                             "integer columns")
+        if mip_is_broken():
             from importlib.metadata import version
 
-            if version("highspy") in BROKEN_MIP_VERSIONS:
-                raise SolveError(f"highspy {version('highspy')}'s MIP solver returns wrong optima; "
-                                 "solve integer programs with --solver scip, cbc or cpsat")
+            raise SolveError(f"highspy {version('highspy')}'s MIP solver returns wrong optima; "
+                             "solve integer programs with --solver scip, cbc or cpsat")
+
+    def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
+        self._check_supported(lp)
         return self.run(self.make_solver(lp, options), lp)
+
+    def incremental(self, lp: LinearProgram, settings: SolveOptions,
+                    solver=None) -> "HighsIncremental":
+        """`lp` loaded into HiGHS' simplex, to take columns and re-solve warm (module docstring
+        of `schedopt.backends.base`, `IncrementalProgram`). `solver` (a `Solver`) records the
+        program at each solve."""
+        if self.method is not None:
+            raise SolveError(f"{self.name} cannot re-solve warm; use highs")
+        if lp.is_mip:
+            raise SolveError("an incremental program is an LP; it has integer columns")
+        return HighsIncremental(self, lp, settings, solver)
+
+
+class HighsIncremental:
+    """An LP loaded into one highspy.Highs object: new columns go in with `addCols`, and `solve`
+    restarts the simplex from the last basis. `program` is the LP as it stands."""
+
+    def __init__(self, backend: HighsBackend, lp: LinearProgram, settings: SolveOptions, solver):
+        self._backend, self._solver, self._first = backend, solver, lp
+        self._h = backend.make_solver(lp, settings)
+        self._A = lp.A.tocsc()
+        self._c, self._lower, self._upper = (np.asarray(v, dtype=np.float64)
+                                             for v in (lp.c, lp.col_lower, lp.col_upper))
+        self._program: LinearProgram | None = lp
+
+    @property
+    def num_cols(self) -> int:
+        return self._c.size
+
+    @property
+    def num_rows(self) -> int:
+        return self._first.num_rows
+
+    def add_columns(self, cost, lower, upper, block: sp.spmatrix) -> None:
+        """Append n columns: `cost`, `lower`, `upper` (n values each, or one for all) and their
+        coefficients in every row, `block` (num_rows x n, sparse)."""
+        import highspy
+
+        block = sp.csc_matrix(block, dtype=np.float64)
+        block.sum_duplicates()
+        block.sort_indices()
+        n = block.shape[1]
+        if block.shape[0] != self.num_rows:
+            raise SolveError(f"new columns have {block.shape[0]} rows, the program has "
+                             f"{self.num_rows}")
+        cost, lower, upper = (np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy()
+                              for v in (cost, lower, upper))
+        status = self._h.addCols(n, cost, lower, upper, block.nnz, block.indptr[:-1].astype(np.int32),
+                                 block.indices.astype(np.int32), block.data)
+        if status != highspy.HighsStatus.kOk:
+            raise SolveError(f"highs refused {n} new columns ({self._h.statusToString(status)})")
+        self._A = sp.hstack([self._A, block], format="csc")
+        self._c, self._lower, self._upper = (np.concatenate([a, b]) for a, b in
+                                             ((self._c, cost), (self._lower, lower),
+                                              (self._upper, upper)))
+        self._program = None
+
+    def set_column_bounds(self, columns, lower, upper) -> None:
+        """Change the bounds of the columns `columns` (indices) to `lower`/`upper`."""
+        import highspy
+
+        columns = np.asarray(columns, dtype=np.int32).reshape(-1)
+        n = columns.size
+        if n and (columns.min() < 0 or columns.max() >= self.num_cols):
+            raise SolveError(f"column index out of range [0, {self.num_cols})")
+        lower, upper = (np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy()
+                        for v in (lower, upper))
+        status = self._h.changeColsBounds(n, columns, lower, upper)
+        if status != highspy.HighsStatus.kOk:
+            raise SolveError(f"highs refused the new column bounds ({self._h.statusToString(status)})")
+        self._lower, self._upper = self._lower.copy(), self._upper.copy()
+        self._lower[columns], self._upper[columns] = lower, upper
+        self._program = None
+
+    def set_option(self, name: str, value) -> None:
+        """Set the HiGHS option `name` (e.g. "simplex_strategy"); SolveError if HiGHS refuses."""
+        import highspy
+
+        if self._h.setOptionValue(name, value) != highspy.HighsStatus.kOk:
+            raise SolveError(f"highs has no option {name!r} that takes {value!r}")
+
+    @property
+    def program(self) -> LinearProgram:
+        """The LP as loaded now: the first program with its added columns and new bounds."""
+        if self._program is None:
+            lp = self._first
+            self._program = LinearProgram(self._c, self._A.tocsr(), lp.row_lower, lp.row_upper,
+                                          self._lower, self._upper, maximize=lp.maximize,
+                                          objective_offset=lp.objective_offset,
+                                          row_names=lp.row_names)
+        return self._program
+
+    def solve(self) -> SolveResult:
+        """Re-solve from the last basis (recording the program in the Solver, if any);
+        `row_duals` of an optimal result are the row duals."""
+        lp = self.program
+        if self._solver is not None:
+            self._solver.record(lp)
+        return self._backend.run(self._h, lp)

@@ -1,10 +1,11 @@
-"""Column generation for space-sharing max-min fairness (`packed.py` has the LP).
+"""Column generation for space-sharing max-min fairness (`master.py` has the LP).
 
 The master LP holds every solo column and a working set of pair columns (at first those of
-`packed_seed.class_seed`, if any), on one HiGHS object: new columns go in with `addCols`, so
-the primal simplex restarts from the last basis, which stays feasible. From the master's row
-duals (u: time rows, v: GPU rows, y <= 0: fairness rows; HiGHS' convention, reduced cost =
-cost - column . duals) the pair p = (m, m', j) has the reduced cost
+`seed.class_seed`, if any), loaded once into the backend (`Solver.incremental`, a backend with
+ADD_COLUMNS): new columns go in with `add_columns`, so the primal simplex restarts from the
+last basis, which stays feasible. From the master's row duals (u: time rows, v: GPU rows,
+y <= 0: fairness rows; reduced cost = cost - column . duals) the pair p = (m, m', j) has the
+reduced cost
 
     rc_p = b_m + b_m' - y_m Q_j[m,m'] / Tmax_m - y_m' Q_j[m',m] / Tmax_m',
     b_m = -(u_m + v_j s / (2 c_j))           (s = s_m = s_m', so the GPU term splits in two)
@@ -28,56 +29,55 @@ import time
 
 import numpy as np
 
-from schedopt.backends import SolveOptions, Status, record
-from schedopt.backends.highs import HighsBackend
+from schedopt.backends import Status
+from schedopt.backends.session import Solver
 from schedopt.core.outcome import Outcome
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.packed.master import (Candidates, finish, master_lp, pair_columns, scaling,
-                                          with_pairs)
+from schedopt.policies.packed.master import Candidates, finish, master_lp, pair_columns, scaling
 
-PRIMAL_SIMPLEX = 4  # HiGHS simplex_strategy: after addCols the basis is still primal feasible
+# HiGHS options of the master (`IncrementalProgram.set_option`): primal simplex, because after
+# new columns the basis is still primal feasible; tight tolerances, as the bound is proven.
+MASTER_OPTIONS = (("simplex_strategy", 4), ("primal_feasibility_tolerance", 1e-9),
+                  ("dual_feasibility_tolerance", 1e-9))
 
 
-def column_generation(problem: ThroughputProblem, cand: Candidates, options: SolveOptions,
+def column_generation(problem: ThroughputProblem, cand: Candidates, solver: Solver,
                       start: tuple | None = None, batch: int | None = None,
                       max_iterations: int = 1000, tolerance: float = 1e-9,
                       gap_tolerance: float = 1e-9) -> Outcome:
     """Solve the space-sharing max-min LP by pricing pair columns in from the master's duals.
 
-    start: (j, m, m') pair columns to begin with; batch: most columns added per round
-    (default max(200, M / 4)); tolerance: smallest reduced cost worth a column (rows are
-    O(1)); options.time_limit bounds the whole loop."""
+    solver: a backend with ADD_COLUMNS and DUALS; start: (j, m, m') pair columns to begin
+    with; batch: most columns added per round (default max(200, M / 4)); tolerance: smallest
+    reduced cost worth a column (rows are O(1)); solver.settings.time_limit bounds the whole
+    loop, not each master solve."""
     began = time.perf_counter()
+    time_limit = solver.settings.time_limit
     M, J = problem.num_jobs, problem.num_types
     batch = batch or max(200, M // 4)
     Tmax, k = scaling(problem)
     share = problem.scale_factor[:, None] / problem.capacity[None, :]  # GPU-row coefficients
     solo = np.where(problem.runnable, problem.throughput / Tmax[:, None], np.nan)
     pricer = _Pricer(cand)
-    backend = HighsBackend()
-    master = master_lp(problem)
-    h = backend.make_solver(master, options)
-    for name, value in (("time_limit", float("inf")), ("simplex_strategy", PRIMAL_SIMPLEX),
-                        ("primal_feasibility_tolerance", 1e-9),
-                        ("dual_feasibility_tolerance", 1e-9)):
-        h.setOptionValue(name, value)
+    master = solver.with_settings(time_limit=None).incremental(master_lp(problem))
+    for name, value in MASTER_OPTIONS:
+        master.set_option(name, value)
     added = [np.zeros(0, dtype=np.int64)] * 3  # (j, m, m') of the columns in the master
     new = start if start is not None and start[0].size else None
     bound, iterations, lp_seconds, price_seconds = np.inf, 0, 0.0, 0.0
     converged = False
     while True:
         if new is not None:
-            A = pair_columns(problem, cand, *new)
-            n = new[0].size
-            h.addCols(n, np.zeros(n), np.zeros(n), np.full(n, np.inf), A.nnz,
-                      A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
+            master.add_columns(0.0, 0.0, np.inf, pair_columns(problem, cand, *new))
             added = [np.concatenate([a, b]) for a, b in zip(added, new)]
         iterations += 1
-        result = backend.run(h, master)
+        result = master.solve()  # recorded in `solver`: the last one is the final master LP
         lp_seconds += result.solve_seconds
         if result.status is not Status.OPTIMAL:
             return Outcome.from_status(None, result.status, None, None, time.perf_counter() - began,
-                           "highs", {"method": "columns", "termination": result.termination})
+                                       solver.name, {"method": "columns",
+                                                     "termination": result.detail},
+                                       termination=result.reason)
         tic = time.perf_counter()
         pi = result.row_duals
         u, v, y = np.maximum(pi[:M], 0), np.maximum(pi[M:M + J], 0), np.minimum(pi[M + J:], 0)
@@ -97,16 +97,15 @@ def column_generation(problem: ThroughputProblem, cand: Candidates, options: Sol
         if new[0].size == 0 or bound - result.objective <= gap_tolerance * abs(bound):
             converged = True
             break
-        if iterations >= max_iterations or (options.time_limit is not None and
-                                             time.perf_counter() - began > options.time_limit):
+        if iterations >= max_iterations or (time_limit is not None and
+                                             time.perf_counter() - began > time_limit):
             break
-    record(with_pairs(master, pair_columns(problem, cand, *added)))  # for --export-mps
     details = {"method": "columns", "iterations": iterations, "columns_generated": added[0].size,
                "seed_columns": 0 if start is None else start[0].size,
                "candidate_pairs": cand.pairs - cand.pruned, "pruned_pairs": cand.pruned,
                "lp_seconds": lp_seconds, "pricing_seconds": price_seconds}
     return finish(problem, cand, result.x, *added, float(bound) if np.isfinite(bound) else None,
-                  converged, time.perf_counter() - began, "highs", details)
+                  converged, time.perf_counter() - began, solver.name, details)
 
 
 class _Pricer:

@@ -35,9 +35,10 @@ not name) is never paired; an entry for two jobs of the same type with a != b gi
 min(a, b) (a conservative reading: which job gets which rate is not recorded). The table is
 keyed by type labels only, so it applies to pairs of any (equal) scale factor.
 
-Methods: `columns` (column generation, `packed_columns.py`, the default, started from the
-pairs of the LP over classes of interchangeable jobs, `packed_seed.py`) and `dense` (every
-candidate pair column in one LP, any backend; with prune=False every pair at all).
+Methods: `columns` (column generation, `columns.py`, the default, on a backend that adds
+columns to a loaded LP; started from the pairs of the LP over classes of interchangeable jobs,
+`seed.py`) and `dense` (every candidate pair column in one LP, any LP backend; with
+prune=False every pair at all).
 docs/space-sharing.md has the proofs and the measurements.
 """
 
@@ -49,8 +50,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends import SolveOptions, Status, backends_with
 from schedopt.backends.base import LinearProgram
+from schedopt.backends.session import Solver
+from schedopt.core.capabilities import Capability
 from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome
 from schedopt.policies.gavel.blocks import (allocation_bounds, base_rows, column,
@@ -245,47 +248,57 @@ def finish(problem: ThroughputProblem, cand: Candidates, x: np.ndarray, pj, pm, 
     return Outcome.from_status(X + paired, status, objective, bound, seconds, solver, details)
 
 
-def dense(problem: ThroughputProblem, cand: Candidates, solver: str,
-          options: SolveOptions) -> Outcome:
+def dense(problem: ThroughputProblem, cand: Candidates, solver: Solver) -> Outcome:
     """Every candidate pair column in one LP (the reference for column generation)."""
     start = time.perf_counter()
     pj, pm, pq = cand.upper_pairs()
     n = pj.shape[0]
-    result = solve_lp(with_pairs(master_lp(problem), pair_columns(problem, cand, pj, pm, pq)),
-                      solver, options)
+    result = solver.solve(with_pairs(master_lp(problem), pair_columns(problem, cand, pj, pm, pq)))
     details = {"method": "dense", "candidate_pairs": cand.pairs - cand.pruned,
                "pruned_pairs": cand.pruned, "columns_generated": n}
     if result.x is None:
-        return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start, solver,
-                       details | {"termination": result.termination})
+        return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start,
+                                   solver.name, details | {"termination": result.detail},
+                                   termination=result.reason)
     return finish(problem, cand, result.x, pj, pm, pq, result.bound,
-                  result.status is Status.OPTIMAL, time.perf_counter() - start, solver, details)
+                  result.status is Status.OPTIMAL, time.perf_counter() - start, solver.name, details)
 
 
-def max_min_fairness_packed(problem: ThroughputProblem, table: PairTable, solver: str = "highs",
-                            options: SolveOptions = SolveOptions(), method: str = "columns",
-                            prune: bool = True, seed: bool = True, **column_options) -> Outcome:
-    """Max-min fairness with space sharing (module docstring). `method`: "columns" (column
-    generation on one HiGHS simplex, `packed_columns.column_generation`; options `batch`,
-    `max_iterations`, `tolerance`), started from the pairs of the LP over classes of
-    interchangeable jobs (`packed_seed`; seed=False starts from no pair), or "dense" (one LP
-    with every candidate pair, any backend). `prune=False` keeps the pairs that cannot help."""
+# What column generation asks of a backend: a loaded LP that takes columns, and its duals.
+COLUMN_GENERATION = Capability.ADD_COLUMNS | Capability.DUALS
+
+
+def max_min_fairness_packed(problem: ThroughputProblem, table: PairTable,
+                            solver: Solver | str = "highs", options: SolveOptions = SolveOptions(),
+                            method: str = "columns", prune: bool = True, seed: bool = True,
+                            **column_options) -> Outcome:
+    """Max-min fairness with space sharing (module docstring). `solver`: a `Solver`, or a
+    backend name solved with `options` (options are ignored with a Solver, which has its own
+    settings). `method`: "columns" (column generation on a backend with ADD_COLUMNS,
+    `columns.column_generation`; options `batch`, `max_iterations`, `tolerance`), started from
+    the pairs of the LP over classes of interchangeable jobs (`seed.class_seed`; seed=False
+    starts from no pair), or "dense" (one LP with every candidate pair, any LP backend).
+    `prune=False` keeps the pairs that cannot help."""
+    if not isinstance(solver, Solver):
+        solver = Solver(solver, options)
     if problem.num_jobs == 0:
-        return Outcome.from_status(np.zeros((0, problem.num_types)), Status.OPTIMAL, None, None, 0.0, solver)
+        return Outcome.from_status(np.zeros((0, problem.num_types)), Status.OPTIMAL, None, None,
+                                   0.0, solver.name)
     problem.require_runnable()
     start = time.perf_counter()
     cand = Candidates.build(problem, table, prune)
     if method == "dense":
-        outcome = dense(problem, cand, solver, options)
+        outcome = dense(problem, cand, solver)
     elif method == "columns":
-        if solver != "highs":
-            raise PolicyError(f"column generation runs on HiGHS' simplex (solver 'highs'), "
-                              f"not {solver!r}; use -o method=dense for other solvers")
+        if not solver.supports(COLUMN_GENERATION):
+            raise PolicyError(f"column generation needs a solver that adds columns to a loaded LP "
+                              f"({', '.join(backends_with(COLUMN_GENERATION))}), not "
+                              f"{solver.name!r}; use -o method=dense for other solvers")
         from schedopt.policies.packed.columns import column_generation
         from schedopt.policies.packed.seed import class_seed
 
-        first = class_seed(problem, cand, table.job_type, options) if seed else None
-        outcome = column_generation(problem, cand, options, first, **column_options)
+        first = class_seed(problem, cand, table.job_type, solver) if seed else None
+        outcome = column_generation(problem, cand, solver, first, **column_options)
     else:
         raise PolicyError(f"method must be 'columns' or 'dense', got {method!r}")
     outcome.solve_seconds = time.perf_counter() - start
@@ -294,7 +307,8 @@ def max_min_fairness_packed(problem: ThroughputProblem, table: PairTable, solver
 
 def packed_policy(instance: Instance, solver: str, options: SolveOptions, method: str = "columns",
                   prune: bool = True, seed: bool = True) -> Outcome:
-    """The registered policy: the instance's throughputs and its co-location table."""
+    """The registered policy: the instance's throughputs and its co-location table, solved
+    through a `Solver` of the backend named `solver` with `options`."""
     problem = ThroughputProblem.from_instance(instance)
-    return max_min_fairness_packed(problem, PairTable.from_instance(instance), solver, options,
-                                   method, prune, seed)
+    return max_min_fairness_packed(problem, PairTable.from_instance(instance),
+                                   Solver(solver, options), method=method, prune=prune, seed=seed)

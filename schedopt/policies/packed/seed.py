@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions, solve_lp
 from schedopt.backends.base import LinearProgram
+from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.packed.master import Candidates, scaling
 
@@ -34,11 +34,11 @@ EMPTY = (np.zeros(0, dtype=np.int64),) * 3
 
 
 def class_seed(problem: ThroughputProblem, cand: Candidates, job_type: np.ndarray,
-               options: SolveOptions = SolveOptions(), max_pairs: int = 50_000):
+               solver: Solver, max_pairs: int = 50_000):
     """(j, m, m') job pairs, m < m', that realize an optimal class-level allocation: of exact
     classes (same type, solo row, scale factor, weight) or, when those are more than half as
     many as the jobs or give more than `max_pairs` class pairs, of coarse ones (same type and
-    scale factor, rows averaged); none when neither aggregates."""
+    scale factor, rows averaged); none when neither aggregates. `solver` solves the class LP."""
     s = problem.scale_factor
     for key in (np.column_stack([job_type, s, problem.weight, problem.throughput]),
                 np.column_stack([job_type, s])):
@@ -60,7 +60,7 @@ def class_seed(problem: ThroughputProblem, cand: Candidates, job_type: np.ndarra
         return EMPTY
     if pj.size == 0:
         return EMPTY
-    y = class_lp(problem, cand, cls.ravel(), size, rep, partner, pj, c1, c2, options)
+    y = class_lp(problem, cand, cls.ravel(), size, rep, partner, pj, c1, c2, solver)
     if y is None:
         return EMPTY
     used = y > 1e-12
@@ -69,7 +69,8 @@ def class_seed(problem: ThroughputProblem, cand: Candidates, job_type: np.ndarra
     return pj[keep], a[keep], b[keep]
 
 
-def class_lp(problem, cand, cls, size, rep, partner, pj, c1, c2, options) -> np.ndarray | None:
+def class_lp(problem, cand, cls, size, rep, partner, pj, c1, c2,
+             solver: Solver) -> np.ndarray | None:
     """Solve the class-level LP (module docstring) with each class's mean coefficients; the
     total time y of each class pair."""
     C, J, n, M = size.size, problem.num_types, pj.size, problem.num_jobs
@@ -93,7 +94,7 @@ def class_lp(problem, cand, cls, size, rep, partner, pj, c1, c2, options) -> np.
                        np.concatenate([np.full(C + J, -np.inf), np.zeros(C)]),
                        np.concatenate([np.ones(C + J), np.full(C, np.inf)]),
                        np.zeros(C * J + 1 + n), upper, maximize=True)
-    result = solve_lp(lp, "highs", options)
+    result = solver.solve(lp)
     return None if result.x is None else result.x[C * J + 1:]
 
 

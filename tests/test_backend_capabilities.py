@@ -4,6 +4,7 @@ incremental (column generation) interface of HiGHS."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -267,3 +268,14 @@ def test_reading_capabilities_imports_no_solver_package():
         print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & solvers)))
     """)
     assert json.loads(out) == []
+
+
+def test_only_solve_lp_and_solver_record_feed_the_global_recorder():
+    import schedopt
+    import schedopt.backends
+
+    root = Path(schedopt.__file__).parent
+    feeders = sorted(path.relative_to(root).as_posix() for path in root.rglob("*.py")
+                     if "_feed_recorders(" in path.read_text(encoding="utf-8"))
+    assert feeders == ["backends/__init__.py", "backends/session.py"]
+    assert not hasattr(schedopt.backends, "record")

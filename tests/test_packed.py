@@ -12,11 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from schedopt import solve
-from schedopt.backends import SolveOptions, Status
+from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends.session import Solver
 from schedopt.cli.main import main
 from schedopt.policies.gavel.lp import max_min_fairness
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.packed.master import PairTable, max_min_fairness_packed
+from schedopt.errors import PolicyError
 from schedopt.instance import load_instance, parse_instance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,3 +245,21 @@ def test_export_mps_writes_the_final_master_lp(tmp_path):
     h.run()
     assert abs(h.getInfo().objective_function_value) == pytest.approx(
         json.loads(result.output)["objective"], abs=1e-7)
+
+
+def test_column_generation_asks_for_a_backend_that_adds_columns_not_for_a_name():
+    problem, table = typed_case(2, jobs=12)
+    for name in ("glop", "highs-ipm", "clarabel"):
+        with pytest.raises(PolicyError, match="adds columns.*use -o method=dense"):
+            max_min_fairness_packed(problem, table, name)
+
+
+def test_the_solver_keeps_the_final_master_lp_without_a_global_recorder(tmp_path):
+    problem, table = typed_case(3, jobs=30)
+    solver = Solver("highs", keep_programs=True)
+    outcome = max_min_fairness_packed(problem, table, solver, seed=False)
+    last = solver.last_program
+    assert last is solver.programs[-1]
+    assert last.num_cols == problem.num_jobs * problem.num_types + 1 + \
+        outcome.details["columns_generated"]
+    assert solve_lp(last, "highs").objective == pytest.approx(outcome.objective, abs=1e-7)

@@ -6,11 +6,11 @@ summary (jobs, GPUs, time span) to stderr, and on bad input prints one line and 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
+from schedopt.cli.errors import OneLineErrors
 from schedopt.errors import InstanceError, Problem, SchedoptError
 from schedopt.instance import parse_instance, save_instance
 from schedopt.instance.model import FORMAT
@@ -20,20 +20,7 @@ from schedopt.traces import (
 )
 from schedopt.traces.common import GAVEL_CLUSTER
 
-EXIT_USER_ERROR = 2
 SUFFIXES = (".json", ".yaml", ".yml")
-
-
-class OneLineErrors(click.Group):
-    """schedopt's own errors become one line on stderr and exit code 2 (also when this group
-    runs on its own, as in tests)."""
-
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except SchedoptError as exc:
-            click.echo(f"error: {str(exc).replace(chr(10), ' ')}", err=True)
-            sys.exit(EXIT_USER_ERROR)
 
 
 def _output_option(f):

@@ -14,23 +14,17 @@ from schedopt.backends import BACKEND_NAMES, recording
 from schedopt.cli import render
 from schedopt.cli.allox import allox_command
 from schedopt.cli.compare import compare_command, sweep_command
+from schedopt.cli.errors import EXIT_USER_ERROR, OneLineErrors, fail
 from schedopt.cli.importers import import_group
 from schedopt.cli.leases import leases_command
 from schedopt.cli.perf import perf_group
 from schedopt.cli.simulate import place_command, simulate_command
-from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, validate_file
 from schedopt.backends import SolveOptions
 from schedopt.backends.session import Solver
 from schedopt.core.registry import gavel_names, registered, resolve
 
-EXIT_USER_ERROR = 2
 DEMO_INSTANCE = "small-heterogeneous.yaml"
-
-
-def fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_USER_ERROR)
 
 
 def parse_option(text: str) -> tuple[str, object]:
@@ -42,16 +36,6 @@ def parse_option(text: str) -> tuple[str, object]:
         return key, json.loads(raw)
     except json.JSONDecodeError:
         return key, raw
-
-
-class OneLineErrors(click.Group):
-    """Turns schedopt's own errors into one line on stderr and exit code 2."""
-
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except SchedoptError as exc:
-            fail(str(exc).replace("\n", " "))
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})

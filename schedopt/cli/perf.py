@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from schedopt.cli import render
-from schedopt.cli.importers import OneLineErrors
+from schedopt.cli.errors import OneLineErrors
 from schedopt.errors import SchedoptError
 
 FILE = click.Path(dir_okay=False, path_type=Path)

@@ -53,7 +53,8 @@ def main():
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--policy", "-p", default="max_min_fairness", show_default=True,
-              help="Policy name from `schedopt policies`, or a Gavel name as gavel:NAME.")
+              help="Policy name from `schedopt policies`, a Gavel name as gavel:NAME, or your "
+                   "own as MODULE:NAME (imported from the current directory or PYTHONPATH).")
 @click.option("--solver", "-s", default=None,
               help=f"Solver backend: {', '.join(BACKEND_NAMES)}; or `decomposition` (max-min "
                    "fairness, makespan, water filling: exact by GPU prices, docs/exact-max-min.md)."
@@ -164,7 +165,8 @@ def policies(as_json):
 @main.command()
 @click.option("--policy", "-p", "policy_names", multiple=True,
               default=("max_min_fairness", "max_min_fairness_agnostic", "min_makespan", "fifo"),
-              show_default=True, help="Policies to compare (repeatable).")
+              show_default=True, help="Policies to compare (repeatable; names, gavel:NAME or "
+                                      "MODULE:NAME).")
 def demo(policy_names):
     """Solve the bundled small heterogeneous instance with a few policies and compare them."""
     source = resources.files("schedopt.instances").joinpath(DEMO_INSTANCE)

@@ -263,3 +263,10 @@ def test_entry_point_group_schedopt_policies_finds_an_installed_plugin(tmp_path,
             ThroughputProblem.from_instance(schedopt.load_instance(TINY)), 1.0), rel=1e-6)
     finally:
         registry.unregister_policy("plugin_total_14")
+
+
+def test_readme_shows_the_example_as_it_is():
+    readme = (ROOT / "README.md").read_text()
+    example = (ROOT / "examples" / "custom_policy.py").read_text()
+    policy = example[example.index("import schedopt"):example.index('\n\nif __name__')]
+    assert policy in readme

@@ -129,3 +129,33 @@ def test_demo_runs_from_the_installed_console_script():
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "max_min_fairness" in done.stdout and "optimal" in done.stdout
+
+
+def test_one_line_errors_and_the_exit_code_are_defined_once():
+    from schedopt.cli import errors
+
+    for path in (ROOT / "schedopt" / "cli").glob("*.py"):
+        text = path.read_text()
+        if path.name != "errors.py":
+            assert "class OneLineErrors" not in text, path.name
+            assert "EXIT_USER_ERROR = " not in text, path.name
+    assert errors.EXIT_USER_ERROR == 2
+
+
+def test_policies_lists_a_policy_registered_from_user_code():
+    import schedopt
+    from schedopt.core.registry import unregister_policy
+
+    @schedopt.policy("listed_user_policy_14", summary="a user's policy")
+    def listed(problem, model):
+        X = schedopt.allocation_variable(model, problem)
+        model.maximize(X.sum())
+        return X
+
+    try:
+        rows = json.loads(run("policies", "--json").stdout)
+        assert {"name": "listed_user_policy_14", "summary": "a user's policy"}.items() <= \
+            next(r for r in rows if r["name"] == "listed_user_policy_14").items()
+        assert run("solve", TINY, "-p", "listed_user_policy_14").exit_code == 0
+    finally:
+        unregister_policy("listed_user_policy_14")

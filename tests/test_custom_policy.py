@@ -270,3 +270,10 @@ def test_readme_shows_the_example_as_it_is():
     example = (ROOT / "examples" / "custom_policy.py").read_text()
     policy = example[example.index("import schedopt"):example.index('\n\nif __name__')]
     assert policy in readme
+
+
+def test_no_jobs_is_an_optimal_empty_allocation_as_for_built_in_policies():
+    problem = ThroughputProblem.from_arrays(np.zeros((0, 2)), capacity=[1, 2])
+    ours, builtin = schedopt.solve(problem, raw_max_min), schedopt.solve(problem, "max_min_fairness")
+    assert ours.status is builtin.status is schedopt.Status.OPTIMAL
+    assert ours.X.shape == (0, 2) and ours.objective is None

@@ -74,6 +74,9 @@ class ModelPolicy(Policy):
 
     def solve(self, problem: ThroughputProblem, options: Any, solver) -> Outcome:
         solver.require(self.needs, self.name)
+        if problem.num_jobs == 0:  # nothing to allocate, as every built-in policy answers
+            return Outcome(np.zeros((0, problem.num_types)), Termination.OPTIMAL,
+                           SolutionStatus.OPTIMAL, None, None, 0.0, solver.name)
         start = time.perf_counter()
         model, X = self.model(problem, options)
         solution = model.solve(solver, scale_rows=self.scale_rows)

@@ -277,3 +277,13 @@ def test_no_jobs_is_an_optimal_empty_allocation_as_for_built_in_policies():
     ours, builtin = schedopt.solve(problem, raw_max_min), schedopt.solve(problem, "max_min_fairness")
     assert ours.status is builtin.status is schedopt.Status.OPTIMAL
     assert ours.X.shape == (0, 2) and ours.objective is None
+
+
+def test_objective_absorbs_round_off_and_refuses_an_infeasible_allocation():
+    problem = ThroughputProblem.from_instance(schedopt.load_instance(TINY))
+    options = raw_max_min.parse_options({})
+    X = schedopt.solve(problem, raw_max_min).X
+    noisy = X + np.where(problem.runnable, 0.0, 1e-9) - 1e-12
+    assert raw_max_min.objective(problem, noisy, options) == pytest.approx(
+        raw_level(problem, X), rel=1e-6)
+    assert raw_max_min.objective(problem, np.ones_like(X), options) is None  # rows overfull

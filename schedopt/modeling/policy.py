@@ -88,14 +88,16 @@ class ModelPolicy(Policy):
 
     def objective(self, problem: ThroughputProblem, allocation: np.ndarray,
                   options: Any) -> float | None:
-        """The optimum of the policy's model with X fixed to `allocation` (None when that X
-        violates the model's constraints beyond the backend's tolerance)."""
+        """The optimum of the policy's model with X fixed to `allocation` (clipped to X's
+        bounds, which absorbs a solver's round-off; None when that X violates the model's rows
+        beyond the backend's tolerance)."""
         from schedopt.backends.session import Solver
 
         model, X = self.model(problem, options)
-        fixed = np.asarray(allocation, dtype=float).ravel()
         lp = model.compile(self.scale_rows)
         lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
+        fixed = np.clip(np.asarray(allocation, dtype=float).ravel(), lower[X.columns],
+                        upper[X.columns])
         lower[X.columns] = upper[X.columns] = fixed
         lp = dataclasses.replace(lp, col_lower=lower, col_upper=upper)
         result = Solver(self.default_solver or "highs").solve(lp)

@@ -1,22 +1,18 @@
 """Policies written with the modelling layer: state the LP, get `solve` and `objective` free.
 
-    import schedopt
-    from schedopt.modeling.policy import allocation_variable
+    class CappedThroughput(schedopt.ModelPolicy):
+        name, Options = "capped_throughput", CapOptions   # CapOptions: frozen dataclass, `cap`
+        def build(self, problem, model, options):
+            X = schedopt.allocation_variable(model, problem)  # runnable cells, base rows
+            model.add("cap", X.sum(axis=1) <= options.cap)
+            model.maximize((problem.throughput * X).sum())    # total steps/s
+            return X
 
-    @schedopt.policy("raw_max_min", summary="max-min of raw steps/s per unit weight",
-                     objective="min over jobs of steps/s per unit weight")
-    def raw_max_min(problem, model):
-        X = allocation_variable(model, problem)          # X >= 0 on runnable cells + Gavel's base rows
-        t = model.variable("t", lower=-np.inf)
-        model.add("level", (problem.throughput * X).sum(axis=1) >= problem.weight * t)
-        model.maximize(t)
-        return X
-
-A `ModelPolicy` subclass does the same with `build(problem, model, options)` and a typed
-`Options` dataclass. The base class compiles the model, solves it with the `Solver` it is
+The `schedopt.policy` decorator makes one from a function `(problem, model) -> X`
+(examples/custom_policy.py). The base class compiles the model, solves it with the `Solver` it is
 given, reads the allocation and fills the `Outcome`; `objective(problem, X, options)` rebuilds
 the model with X fixed to the given values and solves it, which is the policy's objective of X
-for any LP policy (docs/formulations.md, "Base constraints").
+for any LP policy. The base constraints: docs/formulations.md, "Base constraints".
 """
 
 from __future__ import annotations
@@ -39,7 +35,8 @@ from schedopt.modeling.model import Model
 ALLOCATION = "X"
 
 
-def allocation_variable(model: Model, problem: ThroughputProblem, base_constraints: bool = True) -> Variable:
+def allocation_variable(model: Model, problem: ThroughputProblem,
+                        base_constraints: bool = True) -> Variable:
     """The (M, J) block X of time fractions (variable "X"), zero where job m cannot run on
     type j (`problem.runnable`), with Gavel's base constraints unless base_constraints=False:
     "time" (each job's fractions sum to <= 1) and "gpus" (sum_m s_m X[m, j] <= c_j GPUs)."""

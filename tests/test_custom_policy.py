@@ -287,3 +287,13 @@ def test_objective_absorbs_round_off_and_refuses_an_infeasible_allocation():
     assert raw_max_min.objective(problem, noisy, options) == pytest.approx(
         raw_level(problem, X), rel=1e-6)
     assert raw_max_min.objective(problem, np.ones_like(X), options) is None  # rows overfull
+
+
+def test_a_plain_install_ships_every_package_the_public_layer_imports():
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for init in (ROOT / "schedopt").rglob("__init__.py")}
+    assert found - listed == set()

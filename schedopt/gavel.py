@@ -1,14 +1,24 @@
-"""A drop-in for Gavel's policy objects, so Gavel-based simulators can swap schedopt in.
+"""A drop-in for Gavel's policy objects: Gavel's scheduler runs schedopt's policies unchanged.
 
     from schedopt.gavel import get_policy
-    policy = get_policy("max_min_fairness_perf")          # Gavel's names, as in its utils.py
+    policy = get_policy("max_min_fairness_perf")   # the names Gavel's utils.get_policy takes
+    policy.name                                     # "MaxMinFairness_Perf", Gavel's class-style name
     allocation = policy.get_allocation(throughputs, scale_factors, priority_weights, cluster_spec)
 
+Gavel's scheduler (`scheduler.py`, `_compute_allocation`) picks the arguments it passes by the
+policy object's `name`, and reads nothing else from the object; so `name` is Gavel's, and
+`get_allocation` takes, for each policy, the parameters of Gavel's method of that name, in
+order, with Gavel's keywords and defaults (`inspect.signature(policy.get_allocation)` shows them).
+
 Arguments keep Gavel's shapes: `throughputs[job_id][worker_type]` in steps/s,
-`scale_factors[job_id]`, `priority_weights[job_id]`, `cluster_spec[worker_type]` = GPU count,
-`num_steps_remaining[job_id]`, `times_since_start[job_id]` (s), `instance_costs[worker_type]`
-($/h), `SLOs[job_id]` (seconds left). The result is `{job_id: {worker_type: fraction}}`.
-Job ids may be any sortable keys (Gavel's JobIdPair included); only single jobs are supported.
+`scale_factors[job_id]` (GPUs), `priority_weights[job_id]`, `cluster_spec[worker_type]` (GPUs),
+`num_steps_remaining[job_id]` (steps), `times_since_start[job_id]` (s),
+`instance_costs[worker_type]` ($/h), `SLOs[job_id]` (seconds left). Worker types are those of
+the first job's throughputs, sorted, as in Gavel. The result is `{job_id: {worker_type: time
+fraction}}`, or None when there are no jobs. Job ids may be any sortable keys (Gavel's JobIdPair
+included). The hierarchical water filling takes Gavel's `entity_weights` and
+`entity_to_job_mapping` ({entity: [job ids]}). Which names are not offered, and why:
+`UNSUPPORTED`; docs/gavel-adapter.md has the table.
 """
 
 from __future__ import annotations
@@ -18,97 +28,209 @@ import inspect
 import numpy as np
 
 from schedopt.api import solve
-from schedopt.errors import PolicyError
-from schedopt.policies.gavel.lp import isolated_throughput
 from schedopt.core.problem import ThroughputProblem
+from schedopt.errors import PolicyError
 from schedopt.policies.catalog import GAVEL_ALIASES
+from schedopt.policies.gavel.lp import isolated_throughput
 
-# Gavel's positional get_allocation signature for each policy, after `throughputs`.
-_SIGNATURES = {
-    "max_min_fairness": ("scale_factors", "priority_weights", "cluster_spec"),
-    "max_min_fairness_perf": ("scale_factors", "priority_weights", "cluster_spec"),
-    "max_min_fairness_water_filling": ("scale_factors", "priority_weights", "cluster_spec"),
-    "max_min_fairness_water_filling_perf": ("scale_factors", "priority_weights", "cluster_spec"),
-    "finish_time_fairness": ("scale_factors", "priority_weights", "times_since_start",
-                             "num_steps_remaining", "cluster_spec"),
-    "finish_time_fairness_perf": ("scale_factors", "priority_weights", "times_since_start",
-                                  "num_steps_remaining", "cluster_spec"),
-    "min_total_duration": ("scale_factors", "num_steps_remaining", "cluster_spec"),
-    "min_total_duration_perf": ("scale_factors", "num_steps_remaining", "cluster_spec"),
-    "max_sum_throughput_perf": ("scale_factors", "cluster_spec"),
-    "max_sum_throughput_normalized_by_cost_perf": ("scale_factors", "cluster_spec",
-                                                   "instance_costs"),
-    "max_sum_throughput_normalized_by_cost_perf_SLOs": ("scale_factors", "cluster_spec",
-                                                        "instance_costs", "SLOs",
-                                                        "num_steps_remaining"),
-    "isolated": ("scale_factors", "cluster_spec"),
-    "fifo": ("scale_factors", "cluster_spec"),
-    "fifo_perf": ("scale_factors", "cluster_spec"),
+_T, _TU = "throughputs", "unflattened_throughputs"
+_W, _WU = "priority_weights", "unflattened_priority_weights"
+_WATER = ("entity_weights", "entity_to_job_mapping", "verbose", "return_effective_throughputs")
+_FTF = (_TU, "scale_factors", _WU, "times_since_start", "num_steps_remaining", "cluster_spec")
+_SLO = (_TU, "scale_factors", "cluster_spec", "instance_costs", "SLOs", "num_steps_remaining")
+
+# Gavel's name -> (Gavel's class-style `name`, get_allocation's parameters after self).
+SIGNATURES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "allox": ("AlloX_Perf", (_TU, "scale_factors", "times_since_start", "num_steps_remaining",
+                             "cluster_spec")),
+    "fifo": ("FIFO", (_T, "scale_factors", "cluster_spec")),
+    "fifo_perf": ("FIFO_Perf", (_T, "scale_factors", "cluster_spec")),
+    "fifo_packed": ("FIFO_Packing", (_T, "scale_factors", "cluster_spec")),
+    "gandiva": ("Gandiva_Packing", (_TU, "scale_factors", "cluster_spec")),
+    "isolated": ("Isolated", (_TU, "scale_factors", "cluster_spec")),
+    "max_min_fairness": ("MaxMinFairness", (_TU, "scale_factors", _W, "cluster_spec")),
+    "max_min_fairness_perf": ("MaxMinFairness_Perf", (_TU, "scale_factors", _WU, "cluster_spec")),
+    "max_min_fairness_packed": ("MaxMinFairness_Packing",
+                                (_TU, "scale_factors", _WU, "cluster_spec")),
+    "max_min_fairness_water_filling": ("MaxMinFairnessWaterFilling",
+                                       (_TU, "scale_factors", _WU, "cluster_spec") + _WATER),
+    "max_min_fairness_water_filling_perf": ("MaxMinFairnessWaterFilling_Perf",
+                                            (_TU, "scale_factors", _WU, "cluster_spec") + _WATER),
+    "max_min_fairness_water_filling_packed": ("MaxMinFairnessWaterFilling_Packing",
+                                              (_TU, "scale_factors", _WU, "cluster_spec") + _WATER),
+    "min_total_duration": ("MinTotalDuration",
+                           (_TU, "scale_factors", "num_steps_remaining", "cluster_spec")),
+    "min_total_duration_perf": ("MinTotalDuration_Perf",
+                                (_TU, "scale_factors", "num_steps_remaining", "cluster_spec")),
+    "min_total_duration_packed": ("MinTotalDuration_Packing",
+                                  (_TU, "scale_factors", "num_steps_remaining", "cluster_spec")),
+    "finish_time_fairness": ("FinishTimeFairness", _FTF),
+    "finish_time_fairness_perf": ("FinishTimeFairness_Perf", _FTF),
+    "finish_time_fairness_packed": ("FinishTimeFairness_Packing", _FTF),
+    "max_sum_throughput_perf": ("ThroughputSumWithPerf", (_TU, "scale_factors", "cluster_spec")),
+    "max_sum_throughput_normalized_by_cost_perf": (
+        "ThroughputNormalizedByCostSum_Perf",
+        (_TU, "scale_factors", "cluster_spec", "instance_costs")),
+    "max_sum_throughput_normalized_by_cost_perf_SLOs": ("ThroughputNormalizedByCostSum_PerfSLOs",
+                                                        _SLO),
+    "max_sum_throughput_normalized_by_cost_packed_SLOs": (
+        "ThroughputNormalizedByCostSum_PackingSLOs", _SLO),
+}
+
+# Defaults of Gavel's keyword parameters (SLOs and num_steps_remaining default to empty dicts there).
+_DEFAULTS = {"entity_weights": None, "entity_to_job_mapping": None, "verbose": False,
+             "return_effective_throughputs": False, "instance_costs": None, "SLOs": None}
+_SLO_DEFAULTS = {"SLOs": None, "num_steps_remaining": None}
+
+_NO_PACKING = ("schedopt has no exact {what} over job pairs (space sharing) yet; only "
+               "max-min fairness has one (schedopt's max_min_fairness_packed, on an instance with "
+               "a co-location table)")
+# Gavel's names that this adapter refuses, and why (one line each).
+UNSUPPORTED: dict[str, str] = {
+    "allox": "AlloX decides machine queues, not time fractions; use schedopt's `allox` policy "
+             "(schedopt allox / api.solve with an Instance that has CPU machines)",
+    "fifo_packed": _NO_PACKING.format(what="FIFO"),
+    "gandiva": "Gandiva's randomized packing is a heuristic, not a formulation; schedopt offers "
+               "no equivalent",
+    "max_min_fairness_packed": "Gavel hands pair throughputs keyed by job-id pairs, while "
+                               "schedopt's max_min_fairness_packed reads a co-location table by "
+                               "job type from an Instance; solve that Instance with schedopt",
+    "max_min_fairness_water_filling_packed": _NO_PACKING.format(what="water filling"),
+    "min_total_duration_packed": _NO_PACKING.format(what="makespan policy"),
+    "finish_time_fairness_packed": _NO_PACKING.format(what="finish-time fairness"),
+    "max_sum_throughput_normalized_by_cost_packed_SLOs": _NO_PACKING.format(what="cost policy"),
 }
 
 
 def _column(mapping, keys, default=np.nan) -> np.ndarray:
-    if mapping is None:
+    if not mapping:
         return np.full(len(keys), default, dtype=float)
     return np.array([mapping.get(k, default) for k in keys], dtype=float)
 
 
+def _users(job_ids, entity_to_job_mapping, entity_weights):
+    """Gavel's entities -> (each job's user name or None, {user: weight})."""
+    owner = {job: str(entity) for entity, jobs in (entity_to_job_mapping or {}).items()
+             for job in jobs}
+    return ([owner.get(job) for job in job_ids],
+            {str(e): float(w) for e, w in (entity_weights or {}).items()})
+
+
 def build_problem(throughputs, cluster_spec, scale_factors=None, priority_weights=None,
                   num_steps_remaining=None, times_since_start=None, instance_costs=None,
-                  SLOs=None, isolated_time=None) -> tuple[list, ThroughputProblem]:
-    """Gavel's dicts -> (sorted job ids, ThroughputProblem); types sorted as Gavel does."""
+                  SLOs=None, isolated_time=None, entity_weights=None,
+                  entity_to_job_mapping=None) -> tuple[list, ThroughputProblem]:
+    """Gavel's dicts -> (sorted job ids, ThroughputProblem); worker types are the first job's
+    throughput keys, sorted, as Gavel's `flatten` takes them. Units as in the module docstring."""
     job_ids = sorted(throughputs)
-    types = sorted(cluster_spec)
-    T = np.array([[throughputs[job][t] for t in types] for job in job_ids], dtype=float)
+    types = sorted(throughputs[job_ids[0]])
+    try:
+        T = np.array([[throughputs[job][t] for t in types] for job in job_ids], dtype=float)
+        capacity = [cluster_spec[t] for t in types]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PolicyError("throughputs must give every job one steps/s number per worker type, "
+                          f"each type in cluster_spec (failed at {exc!r})") from None
+    user, user_weight = (None, None)
+    if entity_to_job_mapping:
+        user, user_weight = _users(job_ids, entity_to_job_mapping, entity_weights)
     problem = ThroughputProblem.from_arrays(
         T.reshape(len(job_ids), len(types)), _column(scale_factors, job_ids, 1.0),
-        _column(priority_weights, job_ids, 1.0), [cluster_spec[t] for t in types],
+        _column(priority_weights, job_ids, 1.0), capacity,
         job_ids=[str(job) for job in job_ids], gpu_types=types,
         cost_per_hour=_column(instance_costs, types), time_to_deadline=_column(SLOs, job_ids),
         remaining_steps=_column(num_steps_remaining, job_ids),
         time_since_arrival=_column(times_since_start, job_ids, 0.0),
-        isolated_time=_column(isolated_time, job_ids, 0.0))
+        isolated_time=_column(isolated_time, job_ids, 0.0), user=user, user_weight=user_weight)
     return job_ids, problem
 
 
+def _signature(params: tuple[str, ...], gavel_name: str) -> inspect.Signature:
+    defaults = _SLO_DEFAULTS if gavel_name.endswith("_SLOs") else {}
+    return inspect.Signature([
+        inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          default={**_DEFAULTS, **defaults}.get(p, inspect.Parameter.empty))
+        for p in params])
+
+
 class GavelPolicy:
-    """One Gavel policy by its Gavel name; `get_allocation` takes Gavel's arguments.
+    """One Gavel policy: `name` is Gavel's class-style name (what Gavel's scheduler dispatches
+    on), `gavel_name` the name given to `get_policy`, `get_allocation` takes Gavel's arguments.
 
     Like Gavel's finish-time-fairness policy it remembers, across calls, each job's isolated
-    time credited so far (steps done since the last call / isolated throughput then).
+    time credited so far (s): steps done since the last call / isolated steps/s then.
     """
 
     def __init__(self, name: str, solver: str | None = None, **options):
-        if name not in _SIGNATURES:
-            raise PolicyError(f"unsupported Gavel policy {name!r}; supported: "
-                              f"{', '.join(sorted(_SIGNATURES))}")
-        self.name = name
+        if name in UNSUPPORTED:
+            raise PolicyError(f"Gavel policy {name!r} is not offered: {UNSUPPORTED[name]}")
+        if name not in SIGNATURES or name not in GAVEL_ALIASES:
+            raise PolicyError(f"unknown Gavel policy {name!r}; supported: "
+                              f"{', '.join(sorted(set(SIGNATURES) - set(UNSUPPORTED)))}")
+        self.gavel_name = name
+        self.name, params = SIGNATURES[name]
         self.solver = solver
         self.options = options
+        self._signature = _signature(params, name)
         self._isolated_time: dict = {}
         self._previous: dict = {}  # job -> (steps remaining, isolated steps/s) at the last call
 
-    def get_allocation(self, throughputs, *args, **kwargs) -> dict | None:
-        params = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                    for n in _SIGNATURES[self.name]])
-        bound = params.bind(*args, **kwargs).arguments
+    def __repr__(self) -> str:
+        return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
+
+    def get_allocation(self, *args, **kwargs) -> dict | None:
+        """Gavel's get_allocation for this policy (parameters: `policy.signature`); returns
+        {job_id: {worker_type: time fraction}}, or None when there are no jobs."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}.get_allocation{self._signature}: {exc}") from None
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        throughputs = arguments.pop(_TU, None) or arguments.pop(_T, None)
+        if _WU in arguments:
+            arguments[_W] = arguments.pop(_WU)
         if not throughputs:
             self._previous = {}
             return None
-        remaining = bound.get("num_steps_remaining")
+        arguments.pop("verbose", None)
+        if arguments.pop("return_effective_throughputs", False):
+            raise PolicyError(f"{self.name}: return_effective_throughputs=True is not offered; "
+                              "compute s*T@X / equal-share steps/s from the allocation")
+        policy = self._schedopt_policy(arguments)
+        remaining = arguments.get("num_steps_remaining")
         self._credit_isolated_time(remaining)
-        job_ids, problem = build_problem(throughputs, isolated_time=self._isolated_time, **bound)
-        slos = {"slos": True} if self.name.endswith("_SLOs") else {}
-        result = solve(problem, f"gavel:{self.name}", self.solver, **slos, **self.options)
-        if result.X is None:
-            raise PolicyError(f"{self.name}: no allocation ({result.status.value})")
-        if remaining is not None:
+        job_ids, problem = build_problem(throughputs, isolated_time=self._isolated_time,
+                                         **arguments)
+        slos = {"slos": True} if self.gavel_name.endswith("_SLOs") else {}
+        result = solve(problem, policy, self.solver, **slos, **self.options)
+        if result.X is None or not result.status.has_solution:
+            missed = (result.details or {}).get("infeasible_slos")
+            why = f"the SLOs of jobs {', '.join(missed)} cannot be met" if missed else \
+                result.status.value
+            raise PolicyError(f"{self.name}: no allocation ({why})")
+        if remaining:
             iso = isolated_throughput(problem)  # as the FTF policy's own denominator uses
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
         return {job: dict(zip(problem.gpu_types, row)) for job, row in zip(job_ids, result.X.tolist())}
 
+    @property
+    def signature(self) -> inspect.Signature:
+        """Gavel's get_allocation parameters for this policy (after self)."""
+        return self._signature
+
+    def _schedopt_policy(self, arguments: dict) -> str:
+        """The schedopt policy to solve: Gavel's alias, or the hierarchical water filling when
+        entities are given (Gavel's agnostic variant is the perf one on unit throughputs,
+        schedopt's `hierarchical_water_filling_agnostic`)."""
+        if arguments.get("entity_to_job_mapping"):
+            return ("hierarchical_water_filling" if self.gavel_name.endswith("_perf")
+                    else "hierarchical_water_filling_agnostic")
+        arguments.pop("entity_weights", None)
+        arguments.pop("entity_to_job_mapping", None)
+        return f"gavel:{self.gavel_name}"
+
     def _credit_isolated_time(self, remaining) -> None:
-        if remaining is None:
+        if not remaining:
             return
         for job, (before, iso) in self._previous.items():
             if job in remaining and iso > 0:
@@ -116,10 +238,18 @@ class GavelPolicy:
                 self._isolated_time[job] = self._isolated_time.get(job, 0.0) + credit
 
 
-def get_policy(name: str, solver: str | None = None, **options) -> GavelPolicy:
-    """A Gavel-compatible policy object for Gavel's policy `name` (see GAVEL_ALIASES)."""
-    if name not in GAVEL_ALIASES:
-        raise PolicyError(f"unknown Gavel policy {name!r}")
+def get_policy(name: str, solver: str | None = None, seed: int | None = None,
+               priority_reweighting_policies=None, **options) -> GavelPolicy:
+    """A policy object for Gavel's policy `name`, taking the arguments of Gavel's
+    `utils.get_policy`. solver: a schedopt backend name, or None for the policy's default;
+    Gavel's cvxpy solver names (ECOS, SCS, GUROBI, ...: upper case) also mean the default, since
+    Gavel's scripts always pass one. seed and priority_reweighting_policies are accepted and
+    unused (schedopt's policies are deterministic and exact)."""
+    if solver is not None and solver.isupper():
+        solver = None
+    if name not in SIGNATURES:
+        raise PolicyError(f"unknown Gavel policy {name!r}; Gavel's names: "
+                          f"{', '.join(sorted(SIGNATURES))}")
     return GavelPolicy(name, solver, **options)
 
 

@@ -1,0 +1,300 @@
+"""schedopt.gavel as a drop-in for Gavel's policy objects, checked without Gavel's code.
+
+`FakeGavelScheduler` calls a policy the way Gavel's scheduler does (scheduler.py,
+`_compute_allocation`, as its documentation and behaviour describe it): the arguments it passes
+depend only on `policy.name` (AlloX_Perf; names starting FinishTimeFairness, MaxMinFairness,
+MinTotalDuration, ThroughputNormalizedByCostSum (with SLOs when the name holds 'SLO', the cost
+arguments by keyword); Isolated; anything else gets throughputs, scale factors, cluster spec),
+and None becomes {}. Every name Gavel's utils.get_policy accepts is called.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import gavel_reference as ref
+from schedopt.api import solve
+from schedopt.core.problem import ThroughputProblem
+from schedopt.errors import PolicyError
+from schedopt.gavel import SIGNATURES, UNSUPPORTED, get_policy
+
+TYPES = ["k80", "p100", "v100"]
+
+# Gavel's utils.get_policy names -> the class-style name its policy object carries.
+GAVEL_CLASS_NAMES = {
+    "allox": "AlloX_Perf", "fifo": "FIFO", "fifo_perf": "FIFO_Perf",
+    "fifo_packed": "FIFO_Packing", "gandiva": "Gandiva_Packing", "isolated": "Isolated",
+    "max_min_fairness": "MaxMinFairness", "max_min_fairness_perf": "MaxMinFairness_Perf",
+    "max_min_fairness_packed": "MaxMinFairness_Packing",
+    "max_min_fairness_water_filling": "MaxMinFairnessWaterFilling",
+    "max_min_fairness_water_filling_perf": "MaxMinFairnessWaterFilling_Perf",
+    "max_min_fairness_water_filling_packed": "MaxMinFairnessWaterFilling_Packing",
+    "min_total_duration": "MinTotalDuration", "min_total_duration_perf": "MinTotalDuration_Perf",
+    "min_total_duration_packed": "MinTotalDuration_Packing",
+    "finish_time_fairness": "FinishTimeFairness",
+    "finish_time_fairness_perf": "FinishTimeFairness_Perf",
+    "finish_time_fairness_packed": "FinishTimeFairness_Packing",
+    "max_sum_throughput_perf": "ThroughputSumWithPerf",
+    "max_sum_throughput_normalized_by_cost_perf": "ThroughputNormalizedByCostSum_Perf",
+    "max_sum_throughput_normalized_by_cost_perf_SLOs": "ThroughputNormalizedByCostSum_PerfSLOs",
+    "max_sum_throughput_normalized_by_cost_packed_SLOs":
+        "ThroughputNormalizedByCostSum_PackingSLOs",
+}
+SUPPORTED = sorted(set(GAVEL_CLASS_NAMES) - set(UNSUPPORTED))
+
+
+@functools.total_ordering
+class JobId:
+    """Like Gavel's JobIdPair for a single job: sortable, hashable, singletons(), is_pair()."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def singletons(self):
+        return (self,)
+
+    def is_pair(self) -> bool:
+        return False
+
+    def __eq__(self, other):
+        return isinstance(other, JobId) and self.n == other.n
+
+    def __lt__(self, other):
+        return self.n < other.n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __str__(self):
+        return str(self.n)
+
+
+class FakeGavelScheduler:
+    """The allocation step of Gavel's scheduler: state dicts in, `policy.name` picks the call."""
+
+    def __init__(self, policy, state: dict):
+        self.policy = policy
+        self.state = state
+        self.calls: list[tuple] = []
+
+    def compute_allocation(self) -> dict:
+        s, name = self.state, self.policy.name
+        head = (s["throughputs"], s["scale_factors"])
+        keywords = {}
+        if name == "AlloX_Perf":
+            args = head + (s["times_since_start"], s["num_steps_remaining"], s["cluster_spec"])
+        elif name.startswith("FinishTimeFairness"):
+            args = head + (s["priority_weights"], s["times_since_start"],
+                           s["num_steps_remaining"], s["cluster_spec"])
+        elif name == "Isolated":
+            args = head + (s["cluster_spec"],)
+        elif name.startswith("MaxMinFairness"):
+            args = head + (s["priority_weights"], s["cluster_spec"])
+        elif name.startswith("MinTotalDuration"):
+            args = head + (s["num_steps_remaining"], s["cluster_spec"])
+        elif name.startswith("ThroughputNormalizedByCostSum"):
+            args = head + (s["cluster_spec"],)
+            keywords["instance_costs"] = s["instance_costs"]
+            if "SLO" in name:
+                keywords.update(SLOs=s["SLOs"], num_steps_remaining=s["num_steps_remaining"])
+        else:
+            args = head + (s["cluster_spec"],)
+        self.calls.append((name, len(args), tuple(keywords)))
+        allocation = self.policy.get_allocation(*args, **keywords)
+        return {} if allocation is None else allocation
+
+    def job_packing(self) -> bool:
+        return "Packing" in self.policy.name  # how Gavel's scheduler decides to offer job pairs
+
+
+def gavel_state(seed: int, num_jobs: int = 7) -> dict:
+    rng = np.random.default_rng(seed)
+    ids = [JobId(n) for n in range(num_jobs)]
+    T = rng.uniform(0.2, 5.0, (num_jobs, len(TYPES)))
+    return {
+        "ids": ids, "T": T,
+        "throughputs": {job: dict(zip(TYPES, row)) for job, row in zip(ids, T)},
+        "scale_factors": {job: int(s) for job, s in zip(ids, rng.choice([1, 2], num_jobs))},
+        "priority_weights": {job: float(w) for job, w in zip(ids, rng.choice([1.0, 2.0], num_jobs))},
+        "times_since_start": {job: float(t) for job, t in zip(ids, rng.uniform(0, 3600, num_jobs))},
+        "num_steps_remaining": {job: float(r) for job, r in zip(ids, rng.uniform(1e4, 1e6, num_jobs))},
+        "cluster_spec": {"k80": 4, "p100": 3, "v100": 2},
+        "instance_costs": {"k80": 0.45, "p100": 1.46, "v100": 2.48},
+        "SLOs": {ids[0]: 1e9, ids[1]: 5e8},
+    }
+
+
+def problem_of(state: dict, given=None) -> ThroughputProblem:
+    """The same arrays, built here by hand (not through schedopt.gavel.build_problem); given:
+    the state keys the policy receives (a job's arrival order is unknown to Gavel's FIFO)."""
+    ids = state["ids"]
+    if given is not None and "times_since_start" not in given:
+        state = {**state, "times_since_start": dict.fromkeys(ids, 0.0)}
+    col = lambda key: [state[key][j] for j in ids]  # noqa: E731
+    return ThroughputProblem.from_arrays(
+        state["T"], col("scale_factors"), col("priority_weights"),
+        [state["cluster_spec"][t] for t in TYPES], job_ids=[str(j) for j in ids],
+        gpu_types=TYPES, cost_per_hour=[state["instance_costs"][t] for t in TYPES],
+        remaining_steps=col("num_steps_remaining"), time_since_arrival=col("times_since_start"),
+        time_to_deadline=[state["SLOs"].get(j, np.nan) for j in ids])
+
+
+def as_matrix(allocation: dict, ids) -> np.ndarray:
+    return np.array([[allocation[job][t] for t in TYPES] for job in ids])
+
+
+def test_every_gavel_name_is_known_with_gavels_class_style_name():
+    assert set(SIGNATURES) == set(GAVEL_CLASS_NAMES)
+    for name in SUPPORTED:
+        policy = get_policy(name)
+        assert policy.name == GAVEL_CLASS_NAMES[name] and policy.gavel_name == name
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_names_say_why_in_one_line(name):
+    with pytest.raises(PolicyError) as error:
+        get_policy(name)
+    message = str(error.value)
+    assert "\n" not in message and name in message and "not offered" in message
+
+
+@pytest.mark.parametrize("name", SUPPORTED)
+def test_fake_scheduler_gets_schedopts_allocation_for_every_name(name):
+    state = gavel_state(5)
+    scheduler = FakeGavelScheduler(get_policy(name), state)
+    allocation = scheduler.compute_allocation()
+    assert not scheduler.job_packing()
+    ids = state["ids"]
+    assert list(allocation) == ids and all(list(a) == TYPES for a in allocation.values())
+    X = as_matrix(allocation, ids)
+    p = problem_of(state, scheduler.policy.signature.parameters)
+    ref.assert_base_constraints(p, X)
+    options = {"slos": True} if name.endswith("_SLOs") else {}
+    expected = solve(p, f"gavel:{name}", **options).X
+    np.testing.assert_allclose(X, expected, atol=1e-9)
+
+
+def test_fake_scheduler_calls_use_gavels_argument_counts():
+    state = gavel_state(1)
+    counts = {}
+    for name in SUPPORTED:
+        scheduler = FakeGavelScheduler(get_policy(name), state)
+        scheduler.compute_allocation()
+        counts[name] = scheduler.calls[-1][1:]
+    assert counts["finish_time_fairness_perf"] == (6, ())
+    assert counts["min_total_duration_perf"] == (4, ())
+    assert counts["max_sum_throughput_normalized_by_cost_perf_SLOs"] == (
+        3, ("instance_costs", "SLOs", "num_steps_remaining"))
+    assert counts["fifo_perf"] == (3, ()) and counts["isolated"] == (3, ())
+
+
+def test_allocations_reach_the_independent_optima():
+    """Values against cvxpy models written separately (tests/gavel_reference.py)."""
+    state = gavel_state(9)
+    p, ids = problem_of(state), state["ids"]
+    T = state["T"]
+
+    def run(name):
+        return as_matrix(FakeGavelScheduler(get_policy(name), state).compute_allocation(), ids)
+
+    s, w = np.asarray(p.scale_factor), np.asarray(p.weight)
+    X = run("max_min_fairness_perf")
+    got = np.min(s * (T * X).sum(1) / (w * ref.equal_share_throughput(T, p.capacity)))
+    assert got == pytest.approx(ref.max_min_fairness(p).value, rel=1e-5)
+    X = run("min_total_duration_perf")
+    makespan = np.max(np.asarray(p.remaining_steps) / (T * X).sum(1))
+    assert makespan == pytest.approx(ref.min_makespan(p).value, rel=1e-5)
+    X = run("max_sum_throughput_perf")
+    assert (T * X).sum() == pytest.approx(ref.max_total_throughput(p).value, rel=1e-5)
+    X = run("max_sum_throughput_normalized_by_cost_perf")
+    assert (T / p.cost_per_hour * X).sum() == pytest.approx(ref.min_cost(p, slos=False).value,
+                                                            rel=1e-5)
+    X = run("finish_time_fairness_perf")
+    rho = ref.finish_time_ratio(T, s, p.capacity, p.remaining_steps, p.time_since_arrival,
+                                np.zeros(len(ids)), X)
+    assert rho.max() == pytest.approx(ref.finish_time_fairness(p).value, rel=1e-4)
+
+
+def test_gavel_keywords_and_defaults_are_accepted():
+    state = gavel_state(2)
+    policy = get_policy("max_min_fairness_water_filling_perf")
+    by_keyword = policy.get_allocation(
+        unflattened_throughputs=state["throughputs"], scale_factors=state["scale_factors"],
+        unflattened_priority_weights=state["priority_weights"],
+        cluster_spec=state["cluster_spec"], verbose=True)
+    positional = policy.get_allocation(state["throughputs"], state["scale_factors"],
+                                       state["priority_weights"], state["cluster_spec"])
+    np.testing.assert_allclose(as_matrix(by_keyword, state["ids"]),
+                               as_matrix(positional, state["ids"]))
+    assert list(policy.signature.parameters)[-4:] == [
+        "entity_weights", "entity_to_job_mapping", "verbose", "return_effective_throughputs"]
+    slo = get_policy("max_sum_throughput_normalized_by_cost_perf_SLOs")
+    no_slos = slo.get_allocation(state["throughputs"], state["scale_factors"],
+                                 state["cluster_spec"], instance_costs=state["instance_costs"])
+    cost = get_policy("max_sum_throughput_normalized_by_cost_perf").get_allocation(
+        state["throughputs"], state["scale_factors"], state["cluster_spec"],
+        state["instance_costs"])
+    np.testing.assert_allclose(as_matrix(no_slos, state["ids"]), as_matrix(cost, state["ids"]),
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["max_min_fairness_water_filling",
+                                  "max_min_fairness_water_filling_perf"])
+def test_hierarchical_water_filling_takes_gavels_entities(name):
+    state = gavel_state(4, num_jobs=12)
+    ids = state["ids"]
+    mapping = {"alice": ids[:2], "bob": ids[2:]}
+    entity_weights = {"alice": 3.0, "bob": 1.0}
+    allocation = get_policy(name).get_allocation(
+        state["throughputs"], state["scale_factors"], state["priority_weights"],
+        state["cluster_spec"], entity_weights=entity_weights, entity_to_job_mapping=mapping)
+    p = problem_of(state)
+    users = ThroughputProblem.from_arrays(
+        p.throughput, p.scale_factor, p.weight, p.capacity, job_ids=p.job_ids,
+        gpu_types=p.gpu_types, user=["alice"] * 2 + ["bob"] * 10, user_weight=entity_weights)
+    ours = "hierarchical_water_filling" + ("" if name.endswith("_perf") else "_agnostic")
+    np.testing.assert_allclose(as_matrix(allocation, ids), solve(users, ours).X, atol=1e-9)
+    flat = get_policy(name).get_allocation(state["throughputs"], state["scale_factors"],
+                                           state["priority_weights"], state["cluster_spec"])
+    assert not np.allclose(as_matrix(allocation, ids), as_matrix(flat, ids), atol=1e-6)
+
+
+def test_no_jobs_is_none_and_the_scheduler_reads_it_as_empty():
+    state = {**gavel_state(0), "throughputs": {}}
+    for name in SUPPORTED:
+        assert FakeGavelScheduler(get_policy(name), state).compute_allocation() == {}
+
+
+def test_bad_inputs_are_one_line_errors():
+    state = gavel_state(3)
+    policy = get_policy("max_min_fairness_perf")
+    with pytest.raises(PolicyError, match="worker type") as error:
+        policy.get_allocation(state["throughputs"], state["scale_factors"],
+                              state["priority_weights"], {"k80": 4})
+    assert "\n" not in str(error.value)
+    with pytest.raises(TypeError, match="MaxMinFairness_Perf.get_allocation"):
+        policy.get_allocation(state["throughputs"], state["scale_factors"])
+    with pytest.raises(PolicyError, match="return_effective_throughputs"):
+        get_policy("max_min_fairness_water_filling_perf").get_allocation(
+            state["throughputs"], state["scale_factors"], state["priority_weights"],
+            state["cluster_spec"], return_effective_throughputs=True)
+    impossible = {**state, "SLOs": {state["ids"][0]: 1e-3}}
+    with pytest.raises(PolicyError) as error:
+        FakeGavelScheduler(get_policy("max_sum_throughput_normalized_by_cost_perf_SLOs"),
+                           impossible).compute_allocation()
+    message = str(error.value)
+    assert "\n" not in message and "ThroughputNormalizedByCostSum_PerfSLOs" in message
+    assert "SLOs of jobs 0 cannot be met" in message
+
+
+def test_gavels_cvxpy_solver_names_mean_schedopts_default():
+    state = gavel_state(6)
+    ecos = get_policy("max_min_fairness_perf", solver="ECOS", seed=0)
+    assert ecos.solver is None
+    allocation = FakeGavelScheduler(ecos, state).compute_allocation()
+    expected = FakeGavelScheduler(get_policy("max_min_fairness_perf"), state).compute_allocation()
+    np.testing.assert_allclose(as_matrix(allocation, state["ids"]),
+                               as_matrix(expected, state["ids"]))

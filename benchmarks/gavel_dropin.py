@@ -26,7 +26,7 @@ POLICIES = ["max_min_fairness", "max_min_fairness_perf", "finish_time_fairness_p
 
 
 def simulate(scheduler_dir: str, trace: str, policy: str, swap: bool, throughputs: str,
-             cluster: str, per_server: str, seed: int) -> dict:
+             cluster: str, per_server: str, seed: int, backend: str | None = None) -> dict:
     """One simulation in this process (the worker): {'jct': s, 'makespan': s, 'wall': s}."""
     sys.path.insert(0, scheduler_dir)  # Gavel's modules import each other by bare name
     os.chdir(scheduler_dir)
@@ -34,7 +34,8 @@ def simulate(scheduler_dir: str, trace: str, policy: str, swap: bool, throughput
     import utils
     if swap:
         from schedopt import gavel
-        utils.get_policy = gavel.get_policy
+        utils.get_policy = (gavel.get_policy if backend is None else
+                            lambda name, **_: gavel.get_policy(name, solver=backend))
     jobs, arrival_times = utils.parse_trace(trace)
     start = time.perf_counter()
     sched = scheduler.Scheduler(utils.get_policy(policy, solver="ECOS", seed=seed),
@@ -56,7 +57,7 @@ def run_worker(args, policy: str, swap: bool) -> dict | str:
                "--policy", policy, "--throughputs", args.throughputs, "--cluster", args.cluster,
                "--per-server", args.per_server, "--seed", str(args.seed)]
     if swap:
-        command.append("--swap")
+        command += ["--swap"] + (["--backend", args.backend] if args.backend else [])
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -83,6 +84,8 @@ def main() -> None:
     parser.add_argument("--per-server", default="4:4:8", help="GPUs per server, v100:p100:k80")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per simulation")
+    parser.add_argument("--backend", default=None,
+                        help="schedopt backend for its policies (default: each policy's own)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--swap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -96,7 +99,8 @@ def main() -> None:
         with open(os.devnull, "w") as quiet:  # Gavel prints every round
             stdout, sys.stdout = sys.stdout, quiet
             result = simulate(args.gavel_dir, args.trace, args.policy[0], args.swap,
-                              args.throughputs, args.cluster, args.per_server, args.seed)
+                              args.throughputs, args.cluster, args.per_server, args.seed,
+                              args.backend)
             sys.stdout = stdout
         print("RESULT " + json.dumps(result))
         return

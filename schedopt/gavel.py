@@ -102,6 +102,52 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 
+# Backends used when none is named: for the throughput sums, whose optimal faces are wide, an
+# interior-point solve returns a point inside the face as Gavel's ECOS does (a simplex vertex
+# starves some jobs, and Gavel's simulator finishes them later; docs/gavel-adapter.md).
+INTERIOR_POINT_DEFAULTS = {name: "clarabel" for name in (
+    "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf",
+    "max_sum_throughput_normalized_by_cost_perf_SLOs")}
+
+# Gavel's speed-blind policies: a job's time on any runnable type counts the same, so every
+# split of a job's total time over types is optimal (see spread_over_types).
+SPEED_BLIND = frozenset({"max_min_fairness", "max_min_fairness_water_filling",
+                         "min_total_duration", "finish_time_fairness"})
+
+
+def spread_over_types(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
+    """Each job's total time fraction split over its runnable types in proportion to their GPU
+    counts, when that fits every type's count (else X as is).
+
+    For a speed-blind policy this keeps every job's objective term, so the split is optimal too.
+    Gavel's interior-point solves of those degenerate LPs return such a spread; a simplex
+    vertex puts whole jobs on single types instead, and Gavel's simulator (which runs jobs at
+    their true speeds) then finishes them differently (docs/gavel-adapter.md)."""
+    share = problem.runnable * problem.capacity[None, :]
+    total = share.sum(axis=1, keepdims=True)
+    spread = X.sum(axis=1, keepdims=True) * np.divide(share, total, out=np.zeros_like(share),
+                                                       where=total > 0)
+    used = problem.scale_factor @ spread
+    return spread if np.all(used <= problem.capacity * (1 + 1e-9) + 1e-9) else X
+
+
+def average_interchangeable_jobs(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
+    """X with the rows of interchangeable jobs (same throughputs, scale factor, weight and SLO
+    need in steps/s) replaced by their mean.
+
+    For a policy whose LP treats such jobs alike (the throughput sums), permuting them maps
+    optima to optima, so the mean of those permutations, this X, is optimal too (convexity). It
+    is the split Gavel's interior-point solves return, where a simplex vertex gives one of the
+    jobs all the time and the other none (docs/gavel-adapter.md)."""
+    need = np.nan_to_num(problem.remaining_steps / problem.time_to_deadline, nan=-1.0)
+    key = np.column_stack([problem.throughput, problem.scale_factor, problem.weight, need])
+    _, group, count = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    group = group.reshape(-1)
+    sums = np.zeros((count.size, X.shape[1]))
+    np.add.at(sums, group, X)
+    return (sums / count[:, None])[group]
+
+
 def _column(mapping, keys, default=np.nan) -> np.ndarray:
     if not mapping:
         return np.full(len(keys), default, dtype=float)
@@ -168,7 +214,7 @@ class GavelPolicy:
                               f"{', '.join(sorted(set(SIGNATURES) - set(UNSUPPORTED)))}")
         self.gavel_name = name
         self.name, params = SIGNATURES[name]
-        self.solver = solver
+        self.solver = solver if solver is not None else INTERIOR_POINT_DEFAULTS.get(name)
         self.options = options
         self._signature = _signature(params, name)
         self._isolated_time: dict = {}
@@ -211,7 +257,12 @@ class GavelPolicy:
         if remaining:
             iso = isolated_throughput(problem)  # as the FTF policy's own denominator uses
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
-        return {job: dict(zip(problem.gpu_types, row)) for job, row in zip(job_ids, result.X.tolist())}
+        X = result.X
+        if self.gavel_name in SPEED_BLIND:
+            X = spread_over_types(problem, X)
+        elif self.gavel_name.startswith("max_sum_throughput"):
+            X = average_interchangeable_jobs(problem, X)
+        return {job: dict(zip(problem.gpu_types, row)) for job, row in zip(job_ids, X.tolist())}
 
     @property
     def signature(self) -> inspect.Signature:

@@ -19,7 +19,7 @@ import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
-from schedopt.gavel import SIGNATURES, UNSUPPORTED, get_policy
+from schedopt.gavel import SIGNATURES, SPEED_BLIND, UNSUPPORTED, get_policy, spread_over_types
 
 TYPES = ["k80", "p100", "v100"]
 
@@ -174,7 +174,42 @@ def test_fake_scheduler_gets_schedopts_allocation_for_every_name(name):
     ref.assert_base_constraints(p, X)
     options = {"slos": True} if name.endswith("_SLOs") else {}
     expected = solve(p, f"gavel:{name}", **options).X
-    np.testing.assert_allclose(X, expected, atol=1e-9)
+    if name in SPEED_BLIND:  # the same time per job, split over types by GPU count
+        np.testing.assert_allclose(X.sum(1), expected.sum(1), atol=1e-9)
+        capacity = np.array([state["cluster_spec"][t] for t in TYPES], dtype=float)
+        np.testing.assert_allclose(X, X.sum(1, keepdims=True) * capacity / capacity.sum(),
+                                   atol=1e-12)
+    elif name.startswith("max_sum_throughput"):  # Clarabel's optimum, same objective value
+        weight = state["T"] / (1.0 if name == "max_sum_throughput_perf"
+                               else np.asarray(p.cost_per_hour)[None, :])
+        assert (weight * X).sum() == pytest.approx((weight * expected).sum(), rel=1e-6)
+    else:
+        np.testing.assert_allclose(X, expected, atol=1e-9)
+
+
+def test_interchangeable_jobs_share_time_under_the_throughput_sums():
+    state = gavel_state(8, num_jobs=4)
+    ids = state["ids"] + [JobId(n) for n in range(4, 10)]
+    twin = {job: state["throughputs"][state["ids"][job.n % 2]] for job in ids}
+    state = {**state, "ids": ids, "throughputs": twin,
+             "scale_factors": dict.fromkeys(ids, 1), "priority_weights": dict.fromkeys(ids, 1.0)}
+    X = as_matrix(get_policy("max_sum_throughput_perf").get_allocation(
+        state["throughputs"], state["scale_factors"], state["cluster_spec"]), ids)
+    np.testing.assert_allclose(X[0::2], np.broadcast_to(X[0], X[0::2].shape), atol=1e-9)
+    np.testing.assert_allclose(X[1::2], np.broadcast_to(X[1], X[1::2].shape), atol=1e-9)
+    T = np.array([[twin[j][t] for t in TYPES] for j in ids])
+    p = ThroughputProblem.from_arrays(T, None, None, [state["cluster_spec"][t] for t in TYPES])
+    assert (T * X).sum() == pytest.approx(ref.max_total_throughput(p).value, rel=1e-6)
+
+
+def test_speed_blind_spread_keeps_the_agnostic_optimum():
+    state = gavel_state(12)
+    p, ids = problem_of(state), state["ids"]
+    X = as_matrix(FakeGavelScheduler(get_policy("max_min_fairness"), state).compute_allocation(),
+                  ids)
+    s, w = np.asarray(p.scale_factor), np.asarray(p.weight)
+    assert np.min(s * X.sum(1) / w) == pytest.approx(ref.max_min_fairness(p, agnostic=True).value,
+                                                     rel=1e-6)
 
 
 def test_fake_scheduler_calls_use_gavels_argument_counts():
@@ -256,7 +291,10 @@ def test_hierarchical_water_filling_takes_gavels_entities(name):
         p.throughput, p.scale_factor, p.weight, p.capacity, job_ids=p.job_ids,
         gpu_types=p.gpu_types, user=["alice"] * 2 + ["bob"] * 10, user_weight=entity_weights)
     ours = "hierarchical_water_filling" + ("" if name.endswith("_perf") else "_agnostic")
-    np.testing.assert_allclose(as_matrix(allocation, ids), solve(users, ours).X, atol=1e-9)
+    expected = solve(users, ours).X
+    if name in SPEED_BLIND:
+        expected = spread_over_types(users, expected)
+    np.testing.assert_allclose(as_matrix(allocation, ids), expected, atol=1e-9)
     flat = get_policy(name).get_allocation(state["throughputs"], state["scale_factors"],
                                            state["priority_weights"], state["cluster_spec"])
     assert not np.allclose(as_matrix(allocation, ids), as_matrix(flat, ids), atol=1e-6)

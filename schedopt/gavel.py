@@ -116,19 +116,30 @@ SPEED_BLIND = frozenset({"max_min_fairness", "max_min_fairness_water_filling",
 
 
 def spread_over_types(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
-    """Each job's total time fraction split over its runnable types in proportion to their GPU
-    counts, when that fits every type's count (else X as is).
+    """Each job's time fraction raised by one common amount while the GPUs last (capped at 1),
+    then split over its runnable types in proportion to their GPU counts; X as is when that
+    split does not fit every type's count.
 
-    For a speed-blind policy this keeps every job's objective term, so the split is optimal too.
-    Gavel's interior-point solves of those degenerate LPs return such a spread; a simplex
-    vertex puts whole jobs on single types instead, and Gavel's simulator (which runs jobs at
-    their true speeds) then finishes them differently (docs/gavel-adapter.md)."""
+    For a speed-blind policy (a job's time counts the same on every type it can run on) each
+    job's objective term depends on its total time only and does not fall as it grows, so this
+    allocation is optimal too. Gavel's interior-point solves of those degenerate LPs return
+    such an allocation; a simplex vertex puts whole jobs on single types and leaves GPUs idle,
+    and Gavel's simulator (which runs jobs at their true speeds) then finishes them differently
+    (docs/gavel-adapter.md)."""
     share = problem.runnable * problem.capacity[None, :]
     total = share.sum(axis=1, keepdims=True)
-    spread = X.sum(axis=1, keepdims=True) * np.divide(share, total, out=np.zeros_like(share),
-                                                       where=total > 0)
-    used = problem.scale_factor @ spread
-    return spread if np.all(used <= problem.capacity * (1 + 1e-9) + 1e-9) else X
+    share = np.divide(share, total, out=np.zeros_like(share), where=total > 0)
+    time = X.sum(axis=1)
+    s, room = problem.scale_factor, problem.capacity.sum()
+    low, high = 0.0, 1.0
+    for _ in range(60):  # the largest common extra time whose GPUs fit the cluster (bisection)
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if s @ np.minimum(1.0, time + mid) <= room else (low, mid)
+    for extra in (low, 0.0):
+        spread = np.minimum(1.0, time + extra)[:, None] * share
+        if np.all(s @ spread <= problem.capacity * (1 + 1e-9) + 1e-9):
+            return spread
+    return X
 
 
 def average_interchangeable_jobs(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:

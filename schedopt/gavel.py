@@ -13,7 +13,8 @@ order, with Gavel's keywords and defaults (`inspect.signature(policy.get_allocat
 Arguments keep Gavel's shapes: `throughputs[job_id][worker_type]` in steps/s,
 `scale_factors[job_id]` (GPUs), `priority_weights[job_id]`, `cluster_spec[worker_type]` (GPUs),
 `num_steps_remaining[job_id]` (steps), `times_since_start[job_id]` (s),
-`instance_costs[worker_type]` ($/h), `SLOs[job_id]` (seconds left). Worker types are those of
+`instance_costs[worker_type]` ($/h; None: 1 $/h for every type, as in Gavel), `SLOs[job_id]`
+(seconds left). Worker types are those of
 the first job's throughputs, sorted, as in Gavel. The result is `{job_id: {worker_type: time
 fraction}}`, or None when there are no jobs. Job ids may be any sortable keys (Gavel's JobIdPair
 included). The hierarchical water filling takes Gavel's `entity_weights` and
@@ -253,6 +254,8 @@ class GavelPolicy:
         if arguments.pop("return_effective_throughputs", False):
             raise PolicyError(f"{self.name}: return_effective_throughputs=True is not offered; "
                               "compute s*T@X / equal-share steps/s from the allocation")
+        if "instance_costs" in arguments and arguments["instance_costs"] is None:
+            arguments["instance_costs"] = dict.fromkeys(next(iter(throughputs.values())), 1.0)
         policy = self._schedopt_policy(arguments)
         remaining = arguments.get("num_steps_remaining")
         self._credit_isolated_time(remaining)

@@ -280,6 +280,11 @@ def test_gavel_keywords_and_defaults_are_accepted():
         state["instance_costs"])
     np.testing.assert_allclose(as_matrix(no_slos, state["ids"]), as_matrix(cost, state["ids"]),
                                atol=1e-9)
+    unit_costs = get_policy("max_sum_throughput_normalized_by_cost_perf").get_allocation(
+        state["throughputs"], state["scale_factors"], state["cluster_spec"], None)
+    X = as_matrix(unit_costs, state["ids"])
+    p = problem_of(state)
+    assert (state["T"] * X).sum() == pytest.approx(ref.max_total_throughput(p).value, rel=1e-6)
 
 
 @pytest.mark.parametrize("name", ["max_min_fairness_water_filling",

@@ -231,6 +231,8 @@ class GavelPolicy:
         self._signature = _signature(params, name)
         self._isolated_time: dict = {}
         self._previous: dict = {}  # job -> (steps remaining, isolated steps/s) at the last call
+        self._placed: dict = {}  # fifo: job -> index of the GPU type it holds
+        self._placed_calls: list = []
 
     def __repr__(self) -> str:
         return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
@@ -261,6 +263,8 @@ class GavelPolicy:
         self._credit_isolated_time(remaining)
         job_ids, problem = build_problem(throughputs, isolated_time=self._isolated_time,
                                          **arguments)
+        if self.gavel_name == "fifo":
+            return self._sticky_fifo(job_ids, problem)
         slos = {"slos": True} if self.gavel_name.endswith("_SLOs") else {}
         result = solve(problem, policy, self.solver, **slos, **self.options)
         if result.X is None or not result.status.has_solution:
@@ -293,6 +297,28 @@ class GavelPolicy:
         arguments.pop("entity_weights", None)
         arguments.pop("entity_to_job_mapping", None)
         return f"gavel:{self.gavel_name}"
+
+    def _sticky_fifo(self, job_ids: list, problem: ThroughputProblem) -> dict:
+        """Gavel's FIFO (base mode): a job keeps the type it was given until it finishes; the
+        others, in job-id order, get what is left from schedopt's `fifo_agnostic` (a random
+        type with room, seeded by the call count unless a `seed` option is given)."""
+        row = {job: m for m, job in enumerate(job_ids)}
+        kept = [(row[job], j) for job, j in self._placed.items() if job in row]
+        held = np.array(kept, dtype=int).reshape(-1, 2)
+        X = np.zeros(problem.throughput.shape)
+        X[held[:, 0], held[:, 1]] = 1.0
+        free = problem.capacity - np.bincount(held[:, 1], weights=problem.scale_factor[held[:, 0]],
+                                              minlength=problem.num_types)
+        rest = np.setdiff1d(np.arange(len(job_ids)), held[:, 0])
+        if rest.size:
+            sub = ThroughputProblem.from_arrays(problem.throughput[rest],
+                                                problem.scale_factor[rest], None, free)
+            options = {"seed": len(self._placed_calls), **self.options}
+            X[rest] = solve(sub, "gavel:fifo", self.solver, **options).X
+        self._placed_calls.append(len(rest))
+        placed = np.flatnonzero(X.sum(axis=1) > 0.5)
+        self._placed = {job_ids[m]: int(j) for m, j in zip(placed, X[placed].argmax(axis=1))}
+        return {job: dict(zip(problem.gpu_types, r)) for job, r in zip(job_ids, X.tolist())}
 
     def _credit_isolated_time(self, remaining) -> None:
         if not remaining:

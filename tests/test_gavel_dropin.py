@@ -347,3 +347,21 @@ def test_gavels_cvxpy_solver_names_mean_schedopts_default():
     expected = FakeGavelScheduler(get_policy("max_min_fairness_perf"), state).compute_allocation()
     np.testing.assert_allclose(as_matrix(allocation, state["ids"]),
                                as_matrix(expected, state["ids"]))
+
+
+def test_fifo_keeps_running_jobs_on_their_types_as_gavels_base_fifo():
+    state = gavel_state(10, num_jobs=9)
+    policy = get_policy("fifo")
+    first = FakeGavelScheduler(policy, state).compute_allocation()
+    ids = state["ids"]
+    running = {job: max(a, key=a.get) for job, a in first.items() if max(a.values()) == 1.0}
+    assert running and sum(state["scale_factors"][j] for j in running) <= 9
+    gone = ids[0] if ids[0] in running else next(iter(running))
+    later = {**state, "throughputs": {j: t for j, t in state["throughputs"].items() if j != gone}}
+    second = FakeGavelScheduler(policy, later).compute_allocation()
+    for job, gpu in running.items():
+        if job != gone:
+            assert second[job][gpu] == 1.0 and sum(second[job].values()) == 1.0
+    X = np.array([[second[j][t] for t in TYPES] for j in ids if j != gone])
+    sf = np.array([state["scale_factors"][j] for j in ids if j != gone])
+    assert np.all(sf @ X <= np.array([state["cluster_spec"][t] for t in TYPES]))

@@ -215,7 +215,8 @@ class GavelPolicy:
     on), `gavel_name` the name given to `get_policy`, `get_allocation` takes Gavel's arguments.
 
     Like Gavel's finish-time-fairness policy it remembers, across calls, each job's isolated
-    time credited so far (s): steps done since the last call / isolated steps/s then.
+    time credited so far (s): steps done since the last call / isolated steps/s then; like
+    Gavel's FIFO (`fifo`), the type each running job holds.
     """
 
     def __init__(self, name: str, solver: str | None = None, **options):
@@ -232,7 +233,7 @@ class GavelPolicy:
         self._isolated_time: dict = {}
         self._previous: dict = {}  # job -> (steps remaining, isolated steps/s) at the last call
         self._placed: dict = {}  # fifo: job -> index of the GPU type it holds
-        self._placed_calls: list = []
+        self._fifo_calls = 0
 
     def __repr__(self) -> str:
         return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
@@ -313,9 +314,9 @@ class GavelPolicy:
         if rest.size:
             sub = ThroughputProblem.from_arrays(problem.throughput[rest],
                                                 problem.scale_factor[rest], None, free)
-            options = {"seed": len(self._placed_calls), **self.options}
+            options = {"seed": self._fifo_calls, **self.options}
             X[rest] = solve(sub, "gavel:fifo", self.solver, **options).X
-        self._placed_calls.append(len(rest))
+        self._fifo_calls += 1
         placed = np.flatnonzero(X.sum(axis=1) > 0.5)
         self._placed = {job_ids[m]: int(j) for m, j in zip(placed, X[placed].argmax(axis=1))}
         return {job: dict(zip(problem.gpu_types, r)) for job, r in zip(job_ids, X.tolist())}

@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from schedopt.backends.base import LinearProgram
+from schedopt.files import write_atomically
 
 _INTORG = "    MARKER 'MARKER' 'INTORG'\n"
 _INTEND = "    MARKER 'MARKER' 'INTEND'\n"
@@ -117,5 +118,4 @@ def write_mps(lp: LinearProgram, path: str | os.PathLike) -> None:
              "RANGES\n" if ranges else "", ranges,
              "BOUNDS\n", _bounds_section(lp, col_names),
              "ENDATA\n"]
-    with open(path, "w", encoding="ascii") as f:
-        f.writelines(parts)
+    write_atomically(path, "".join(parts).encode("ascii"), what="MPS file")

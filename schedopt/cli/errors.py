@@ -1,4 +1,6 @@
-"""How every `schedopt` command reports a user's mistake: one line on stderr, exit code 2."""
+"""How every `schedopt` command ends when something stops it: a user's mistake is one line on
+stderr and exit code 2; Ctrl-C and SIGTERM are one line saying what was done and exit code 130
+or 143 (`schedopt.cli.interrupts`)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import sys
 
 import click
 
+from schedopt.cli import interrupts
 from schedopt.errors import SchedoptError
 
 EXIT_USER_ERROR = 2
@@ -13,7 +16,9 @@ EXIT_USER_ERROR = 2
 
 def fail(message: str) -> None:
     """Print `error: message` (one line) on stderr and exit with EXIT_USER_ERROR."""
-    click.echo(f"error: {message.replace(chr(10), ' ')}", err=True)
+    from schedopt.cli.render import printable
+
+    click.echo(f"error: {printable(message.replace(chr(10), ' '))}", err=True)
     sys.exit(EXIT_USER_ERROR)
 
 
@@ -22,7 +27,10 @@ class OneLineErrors(click.Group):
     when a group runs on its own, as in tests."""
 
     def invoke(self, ctx):
+        interrupts.install()
         try:
             return super().invoke(ctx)
         except SchedoptError as exc:
             fail(str(exc))
+        except KeyboardInterrupt as exc:
+            interrupts.exit_interrupted(exc)

@@ -14,6 +14,7 @@ from schedopt.backends import BACKEND_NAMES, recording
 from schedopt.cli import render
 from schedopt.cli.allox import allox_command
 from schedopt.cli.compare import compare_command, sweep_command
+from schedopt.cli import interrupts
 from schedopt.cli.errors import EXIT_USER_ERROR, OneLineErrors, fail
 from schedopt.cli.importers import import_group
 from schedopt.cli.leases import leases_command
@@ -23,6 +24,7 @@ from schedopt.instance import load_instance, validate_file
 from schedopt.backends import SolveOptions
 from schedopt.backends.session import Solver
 from schedopt.core.registry import gavel_names, registered, resolve
+from schedopt.files import check_output, write_atomically
 
 DEMO_INSTANCE = "small-heterogeneous.yaml"
 
@@ -91,6 +93,9 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
           max_rows, verbose, partitions, executor, partition_method, partition_seed, exact_gap):
     """Solve the instance FILE with a policy and print the allocation."""
     chosen, fixed = resolve(policy)
+    for target, what in ((output, "result document"), (export_mps, "MPS file")):
+        if target is not None:  # before any work: a bad target or an input is one line
+            check_output(target, inputs=[file], what=what)
     instance = load_instance(file)
     options = dict(parse_option(text) for text in policy_options)
     if partitions is None and exact_gap:
@@ -110,7 +115,9 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
         write_mps(program, export_mps)
     document = result.to_dict()
     if output is not None:
-        output.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
+        write_atomically(output, json.dumps(document, indent=1, allow_nan=False) + "\n",
+                         inputs=[file], what="result document")
+        interrupts.progress(f"wrote {output}")
     if as_json:
         click.echo(json.dumps(document, indent=1, allow_nan=False))
     else:

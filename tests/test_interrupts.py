@@ -1,0 +1,105 @@
+"""Ctrl-C and SIGTERM at random moments never leave a truncated file, and exit with 130/143 and
+one line. CI runs 10 trials per command; SCHEDOPT_KILL_TRIALS=100 runs the long campaign."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+TRIALS = int(os.environ.get("SCHEDOPT_KILL_TRIALS", "10"))
+
+
+def big_instance(path: Path, jobs: int, arrivals: bool) -> None:
+    rng = np.random.default_rng(0)
+    rates = rng.random((jobs, 3)) * [10.0, 5.0, 2.0] + 0.1
+    doc = {"format": "schedopt-instance/1",
+           "cluster": {"gpu_types": {t: {"count": max(8, jobs // 8), "gpus_per_node": 8}
+                                     for t in ("v100", "p100", "k80")}},
+           "jobs": [{"id": f"j{i}", "throughput": dict(zip(("v100", "p100", "k80"), map(float, r))),
+                     "total_steps": float(rng.integers(1_000, 50_000)),
+                     "arrival_time": float(i * 30.0) if arrivals else 0.0}
+                    for i, r in enumerate(rates)]}
+    path.write_text(json.dumps(doc))
+
+
+def handles_sigterm(pid: int) -> bool:
+    """Whether process `pid` has installed its SIGTERM handler (Linux: SigCgt in its status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # it has already ended
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def interrupt_at_random(args: list[str], seconds: float, rng: random.Random):
+    """Start the CLI, wait until it handles signals (the interpreter's own start-up is not the
+    command's), then send SIGINT or SIGTERM after a random delay; (exit code, signal, stderr)."""
+    process = subprocess.Popen([sys.executable, "-m", "schedopt.cli", *args],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not handles_sigterm(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    sent = rng.choice([signal.SIGINT, signal.SIGTERM])
+    time.sleep(rng.uniform(0.0, seconds))
+    process.send_signal(sent)
+    _, err = process.communicate(timeout=120)
+    return process.returncode, sent, err
+
+
+def check_exit(code: int, sent: signal.Signals, err: str) -> None:
+    expected = 130 if sent == signal.SIGINT else 143
+    assert code in (0, expected), (code, sent, err)
+    assert "Traceback" not in err, err
+    if code == expected:
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert lines and lines[-1].startswith("interrupted"), err
+
+
+@pytest.mark.parametrize("trial_count", [TRIALS])
+def test_solve_output_is_whole_or_untouched(tmp_path, trial_count):
+    instance = tmp_path / "big.json"
+    big_instance(instance, 20_000, arrivals=False)
+    out = tmp_path / "result.json"
+    rng = random.Random(1)
+    for trial in range(trial_count):
+        if trial % 2:
+            out.write_text('{"old": "complete"}\n')
+        elif out.exists():
+            out.unlink()
+        code, sent, err = interrupt_at_random(
+            ["solve", str(instance), "--output", str(out), "--json"], 4.0, rng)
+        check_exit(code, sent, err)
+        if out.exists():
+            doc = json.loads(out.read_text())  # never truncated
+            assert doc == {"old": "complete"} or doc["format"] == "schedopt-result/1"
+        assert not list(tmp_path.glob(".*.partial")), "a temporary file was left behind"
+        assert instance.stat().st_size > 0
+
+
+@pytest.mark.parametrize("trial_count", [TRIALS])
+def test_simulate_jobs_csv_is_whole_or_absent(tmp_path, trial_count):
+    trace = tmp_path / "trace.json"
+    big_instance(trace, 300, arrivals=True)
+    out = tmp_path / "jobs.csv"
+    rng = random.Random(2)
+    for _ in range(trial_count):
+        if out.exists():
+            out.unlink()
+        code, sent, err = interrupt_at_random(["simulate", str(trace), "--jobs-csv", str(out)],
+                                              6.0, rng)
+        check_exit(code, sent, err)
+        if out.exists():
+            frame = pd.read_csv(out)
+            assert len(frame) == 300
+        assert not list(tmp_path.glob(".*.partial"))

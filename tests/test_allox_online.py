@@ -1,5 +1,5 @@
 """Online AlloX and its baselines in the event-driven simulator (schedopt.simulation.allox_sim):
-the worked example of formulations.md section 4, valid non-preemptive schedules, AlloX never
+the worked example of docs/formulations.md §4, valid non-preemptive schedules, AlloX never
 worse than SJF when every job is there at time 0, the alpha trade-off, and the CLI."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def hybrid_instance(gpu_times, cpu_times, gpus=1, cpus=1, arrivals=None, users=N
                            "performance": {"cpu_time": cpu_time} if cpu_time else {}})
 
 
-# formulations.md section 4: p(GPU, CPU) of J0..J5, all at t=0, one GPU and one CPU machine
+# docs/formulations.md §4: p(GPU, CPU) of J0..J5, all at t=0, one GPU and one CPU machine
 WORKED = [(2, 10), (3, 6), (4, 5), (1, 12), (6, 7), (5, 20)]
 
 

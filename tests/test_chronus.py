@@ -1,4 +1,4 @@
-"""Chronus lease MILP (formulations.md 3): worked example, exhaustive enumeration, fallback."""
+"""Chronus lease MILP (docs/formulations.md §3): worked example, exhaustive enumeration, fallback."""
 
 from __future__ import annotations
 

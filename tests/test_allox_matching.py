@@ -1,4 +1,4 @@
-"""AlloX (formulations.md section 4): the exact matching, its slot-cap reduction, the fairness
+"""AlloX (docs/formulations.md §4): the exact matching, its slot-cap reduction, the fairness
 filter, processing times from an instance, and the `allox` policy through the API and CLI."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from schedopt.policies.allox.matching import (METHODS, allox_assignment, allox_p
 from schedopt.instance import load_instance
 
 INF = np.inf
-# formulations.md section 4: p(GPU, CPU) per job, all at t = 0, one GPU and one CPU free at 0.
+# docs/formulations.md §4: p(GPU, CPU) per job, all at t = 0, one GPU and one CPU free at 0.
 WORKED = np.array([[2, 10], [3, 6], [4, 5], [1, 12], [6, 7], [5, 20]], dtype=float)
 EXACT_METHODS = [m for m in METHODS if m != "auto"]
 

@@ -1,4 +1,4 @@
-"""Chronus admission control, demotion and GPU round-up (formulations.md 3)."""
+"""Chronus admission control, demotion and GPU round-up (docs/formulations.md §3)."""
 
 from __future__ import annotations
 

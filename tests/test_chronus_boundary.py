@@ -166,7 +166,7 @@ def test_fill_goes_by_shortest_remaining_service():
 # --- the `chronus` policy on an instance -------------------------------------------------------
 
 def worked_example(**extra):
-    """formulations.md 3's example as an instance: leases of 1200 s, 8 GPUs, 1 step/s."""
+    """docs/formulations.md §3's example as an instance: leases of 1200 s, 8 GPUs, 1 step/s."""
     return parse_instance({
         "format": "schedopt-instance/1",
         "cluster": {"gpu_types": {"v100": {"count": 8, "gpus_per_node": 8}}},

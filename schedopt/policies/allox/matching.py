@@ -1,4 +1,4 @@
-"""AlloX: whole jobs on GPU and CPU machines, minimizing total completion time (formulations.md 4).
+"""AlloX: whole jobs on GPU and CPU machines, minimizing total completion time (docs/formulations.md §4).
 
 Machines k = 1..K are every GPU (one machine each) and every CPU machine. Job m needs p[m,k]
 seconds on machine k (inf: it cannot run there), machine k is free at A_k, job m arrived at a_m.

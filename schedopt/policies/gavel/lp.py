@@ -1,4 +1,4 @@
-"""Gavel's heterogeneity-aware throughput-matrix LPs (formulations.md section 1).
+"""Gavel's heterogeneity-aware throughput-matrix LPs (docs/formulations.md §1).
 
 Every policy shares Gavel's base constraints on the allocation X (M jobs x J GPU types):
     X >= 0,   sum_j X[m,j] <= 1,   sum_m s_m X[m,j] <= c_j,

@@ -1,4 +1,4 @@
-"""Lexicographic max-min fairness by water filling, flat and per user (formulations.md section 1).
+"""Lexicographic max-min fairness by water filling, flat and per user (docs/formulations.md §1).
 
 Both policies are *progressive filling*. A water level C rises from 0; every rising job's level
 a[m] @ X[m] must keep up with it at its own rate; a job is frozen at its level once it cannot

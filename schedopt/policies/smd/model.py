@@ -1,4 +1,4 @@
-"""SMD's completion-time model and the arrays its policies read (formulations.md 5; every
+"""SMD's completion-time model and the arrays its policies read (docs/formulations.md §5; every
 modelling choice is argued in docs/smd.md).
 
 Job i runs w workers and p parameter servers (PSs), synchronous data parallel. Per iteration

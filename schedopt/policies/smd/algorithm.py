@@ -1,5 +1,5 @@
 """SMD: workers and parameter servers under bandwidth contention, by sum-of-ratios and
-multi-dimensional knapsack decomposition (Yu, Wu, Ji, Liu, INFOCOM'21; formulations.md 5).
+multi-dimensional knapsack decomposition (Yu, Wu, Ji, Liu, INFOCOM'21; docs/formulations.md §5).
 A reconstruction: every choice below is argued in docs/smd.md.
 
     minimize   sum_i T_i(w_i, p_i) = sum_i N_i / D_i          (completion times, smd_model)

@@ -1,4 +1,4 @@
-"""Chronus: the lease MILP of one lease boundary (formulations.md 3).
+"""Chronus: the lease MILP of one lease boundary (docs/formulations.md §3).
 
 Time is cut into leases t = 0..H-1 (lease 0 starts now); lease t has C_t GPUs free. Job j needs
 g_j GPUs (already rounded up to 1, 2, 4, 8n) in each of n_j more leases, not necessarily

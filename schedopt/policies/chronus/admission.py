@@ -1,4 +1,4 @@
-"""Chronus admission control and GPU round-up (formulations.md 3; Gao et al., SoCC'21).
+"""Chronus admission control and GPU round-up (docs/formulations.md §3; Gao et al., SoCC'21).
 
 Units as in `chronus.LeaseProblem`: GPUs (gpus, capacity), leases (leases_needed, horizons:
 a horizon D lets a job use leases 0..D-1 of the capacity window), value (any unit).

@@ -1,4 +1,4 @@
-"""One Chronus lease boundary from job state: who holds GPUs in the next lease (formulations.md 3).
+"""One Chronus lease boundary from job state: who holds GPUs in the next lease (docs/formulations.md §3).
 
 The shared step of `schedopt solve --policy chronus` (one boundary, from an instance) and of the
 lease-based simulator (every boundary). A boundary at time `now` (s) sees the active jobs as a

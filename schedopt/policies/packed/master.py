@@ -1,4 +1,4 @@
-"""Space sharing: max-min fairness with pairs of jobs co-located on the same GPUs (formulations.md
+"""Space sharing: max-min fairness with pairs of jobs co-located on the same GPUs (docs/formulations.md
 section 1, "Space sharing"; Gavel's `max_min_fairness_packed`).
 
 Columns: solo X[m,j] (job m alone on s_m GPUs of type j, a time fraction, as in max-min

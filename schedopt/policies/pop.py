@@ -1,5 +1,5 @@
 """POP: partition the jobs into k parts, give each part its share of every GPU type, solve the
-parts with the unchanged formulation (in parallel), and coalesce by union (formulations.md 6;
+parts with the unchanged formulation (in parallel), and coalesce by union (docs/formulations.md §6;
 Narayanan et al., SOSP'21).
 
     result = schedopt.solve(instance, "max_min_fairness", partitions=8, executor="process")

@@ -1,6 +1,6 @@
 """The round-based mechanism: turn time fractions X into concrete GPUs, one round at a time.
 
-Gavel's mechanism (formulations.md section 2). Each round:
+Gavel's mechanism (docs/formulations.md §2). Each round:
 1. priorities P[m,j] = X[m,j] / (fraction of the elapsed time job m has run on type j); a job
    that has received nothing on j gets X[m,j] * 1e9, and X[m,j] = 0 gives 0;
 2. (job, type) pairs with X > 0 are visited by descending (priority, deficit, X); a job takes

@@ -13,7 +13,7 @@ Events are job arrivals and job completions. At each event time, completions fre
 machines and arrivals join the queue; then, if some machine is free and some job is queued, the
 scheduler starts jobs on free machines (a *decision*). Schedulers (`SCHEDULERS`):
 
-- `allox`: formulations.md section 4 online. The queued jobs that pass the fairness filter are
+- `allox`: docs/formulations.md §4 online. The queued jobs that pass the fairness filter are
   matched to (machine, position-from-last) slots at minimum total completion time, busy
   machines entering with the time their running job ends (free machines with the decision time);
   the first job of each *free* machine's queue starts, the rest of the matching is thrown away

@@ -29,12 +29,9 @@ the 28, the better of the two 0.61% (max 1.4%); both together take ~35 ms.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from schedopt.policies.chronus.lease_milp import LeaseProblem
+from schedopt.policies.chronus.problem import LeaseProblem
 
 # Placement passes before the admission pass takes over (the 400-job benchmark needs <= ~20).
 PASSES = 30

@@ -8,12 +8,16 @@ shortest-remaining-service fill of `chronus_boundary.plan_boundary` decide the n
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
 
 from schedopt.backends import SolveOptions, Status
+from schedopt.core.capabilities import Capability
+from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.outcome import Outcome
+from schedopt.core.policy import Policy
 from schedopt.policies.chronus.boundary import (
     LeaseInstance,
     LeaseSettings,
@@ -21,6 +25,7 @@ from schedopt.policies.chronus.boundary import (
     plan_boundary,
 )
 from schedopt.instance.model import Instance
+from schedopt.policies.chronus.lease_milp import DEFAULT_SOLVER
 
 DEFAULT_TIME_LIMIT = 5.0  # seconds per lease MILP, as in Chronus's artifact
 
@@ -74,3 +79,44 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
         return Outcome.from_status(X, Status.OPTIMAL, 0.0, 0.0, time.perf_counter() - clock, solver, details)
     return Outcome.from_status(X, plan.status, plan.objective, plan.bound, time.perf_counter() - clock,
                    solver, details)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChronusOptions:
+    """lease_seconds, resume_overhead_s: seconds; horizon_leases: leases planned ahead; sigma:
+    weight of the GPUs of SLO jobs in the next lease, or "adaptive"; gpu_type: the pool (None:
+    the instance's only or first type); round_up: round run times up to whole leases."""
+
+    lease_seconds: float = 1200.0
+    resume_overhead_s: float = 30.0
+    horizon_leases: int = 96
+    sigma: float | str = "adaptive"
+    gpu_type: str | None = None
+    round_up: bool = True
+
+
+class Chronus(Policy):
+    """Deadline-aware leases on one GPU type (see `chronus_policy`); the decision is a
+    `LeasePlan`, the allocation (M, J) marks the jobs holding GPUs in the next lease."""
+
+    name = "chronus"
+    summary = ("Deadline-aware leases (Chronus): admission control, lease MILP for SLO jobs, "
+               "shortest remaining service for the rest, on one GPU type.")
+    objective_doc = ("sum of chosen deadline-option values + sigma x (GPUs of SLO jobs in the "
+                     "next lease) / pool size")
+    Options = ChronusOptions
+    decision = DecisionKind.LEASES
+    needs = Capability.MILP
+    default_solver = DEFAULT_SOLVER
+    instance_data = "machines, leases or parameter servers"
+    # api.solve: POP partitions are refused for this instance-reading policy.
+    reads_instance = True
+    partitions_itself = False
+
+    def solve(self, problem, options: ChronusOptions, solver) -> Outcome:
+        outcome = chronus_policy(problem.instance, solver.name, solver.settings,
+                                 **dataclasses.asdict(options))
+        d = outcome.details
+        outcome.decision = LeasePlan(d["leases"], d["running"], d["admitted"], d["rejected"],
+                                     d["lease_seconds"], d["gpu_type"])
+        return outcome

@@ -13,12 +13,17 @@ method's own statistics.
 
 from __future__ import annotations
 
+import dataclasses
+
 from schedopt.backends import SolveOptions
 from schedopt.errors import PolicyError
+from schedopt.core.capabilities import Capability
+from schedopt.core.decisions import DecisionKind, PsConfiguration
 from schedopt.core.outcome import Outcome
+from schedopt.core.policy import Policy
 from schedopt.policies.smd.algorithm import DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS, SmdSolution, smd
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
-from schedopt.policies.smd.exact import smd_exact
+from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
 from schedopt.policies.smd.model import SmdProblem
 from schedopt.instance.model import Instance
 
@@ -84,3 +89,75 @@ def greedy_policy(instance: Instance, solver: str, options: SolveOptions) -> Out
     _no_solver("smd_greedy", solver)
     problem = SmdProblem.from_instance(instance)
     return _outcome(problem, optimus_greedy(problem), HEURISTIC)
+
+
+@dataclasses.dataclass(frozen=True)
+class SmdOptions:
+    """epsilon: stopping tolerance of the sum-of-ratios residuals, in (0, 1); max_iterations:
+    cap on its Newton iterations."""
+
+    epsilon: float = DEFAULT_EPSILON
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+
+
+class _SmdPolicy(Policy):
+    """A parameter-server policy: the decision is a `PsConfiguration` (no allocation)."""
+
+    objective_doc = "sum of completion times, seconds"
+    decision = DecisionKind.PS_CONFIGURATION
+    needs = Capability.none()
+    default_solver = None
+    instance_data = "machines, leases or parameter servers"
+    reads_instance = True  # api.solve: POP partitions are refused
+    partitions_itself = False
+    run = None
+
+    def solve(self, problem, options, solver) -> Outcome:
+        # For one release the pseudo-solver names "numpy" / "auto" are accepted (no solver).
+        name = HEURISTIC if solver.name is None else solver.name
+        outcome = type(self).run(problem.instance, name, solver.settings,
+                                 **dataclasses.asdict(options))
+        d = outcome.details
+        if "workers" in d:
+            outcome.decision = PsConfiguration(d["workers"], d["ps"], d["placement"],
+                                               d["completion_time_s"])
+        return outcome
+
+
+class Smd(_SmdPolicy):
+    name = "smd"
+    summary = ("Parameter-server jobs: workers and PSs per job and their placement, min total "
+               "completion time (SMD: sum-of-ratios + knapsack decomposition; option epsilon).")
+    Options = SmdOptions
+    run = smd_policy
+
+
+class SmdExact(_SmdPolicy):
+    name = "smd_exact"
+    summary = ("Parameter-server jobs, exact: MILP over (w, p) configuration binaries "
+               "with placement.")
+    needs = Capability.MILP
+    default_solver = DEFAULT_SOLVER
+    run = smd_exact_policy
+
+    def solve(self, problem, options, solver) -> Outcome:
+        try:
+            solver.require(Capability.MILP, self.name)
+        except PolicyError as err:
+            raise PolicyError(f"smd_exact is a MILP; {err}") from None
+        return super().solve(problem, options, solver)
+
+
+class SmdEqualSplit(_SmdPolicy):
+    name = "smd_equal_split"
+    summary = ("Parameter-server baseline: every job its fastest (w, p) within 1/n of every "
+               "resource.")
+    run = equal_split_policy
+
+
+class SmdGreedy(_SmdPolicy):
+    name = "smd_greedy"
+    summary = ("Parameter-server baseline (Optimus-style): add the worker or PS with the largest "
+               "marginal gain per dominant share.")
+    run = greedy_policy
+

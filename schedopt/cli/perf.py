@@ -132,8 +132,14 @@ def _replay(path: Path, gpu_types, alpha: float):
     if lacking:
         raise SchedoptError(f"{path}: expected columns job,gpu_type,steps_per_s[,partner]; "
                             f"missing {', '.join(lacking)}")
-    estimator = OnlineEstimator(gpu_types or list(dict.fromkeys(frame["gpu_type"])), alpha)
     values = pd.to_numeric(frame["steps_per_s"], errors="coerce").to_numpy(dtype=float)
+    bad = (frame["job"].isna() | frame["gpu_type"].isna()).to_numpy() | ~(values >= 0) \
+        | ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise SchedoptError(f"{path}: row {row + 2}: expected a job, a GPU type and steps_per_s "
+                            f">= 0 (a finite number), got {frame.iloc[row].to_dict()}")
+    estimator = OnlineEstimator(gpu_types or list(dict.fromkeys(frame["gpu_type"])), alpha)
     partner = frame["partner"] if "partner" in frame.columns else pd.Series([None] * len(frame))
     alone = partner.isna().to_numpy()
     try:

@@ -1,96 +1,164 @@
-"""`smd_exact`: the exact reference for SMD, a MILP over configuration binaries with placement.
+"""`smd_exact`: the exact reference for SMD, a MILP over configuration binaries with placement,
+stated with the modelling layer (`schedopt.modeling`).
 
 With each job's (w, p) configurations enumerated (`SmdProblem.configurations`, dominated ones
 left out), T_ik = T_i(w_k, p_k) is a constant, so the objective is linear:
 
     min  sum_{i,k} T_ik z_ik
-    s.t. sum_k z_ik = 1                                    every job one configuration
-         sum_h x_ih = sum_k w_k z_ik,  sum_h y_ih = sum_k p_k z_ik     its tasks all placed
-         sum_i a_ir x_ih + b_ir y_ih <= C_hr               every machine h, resource r
-         z binary; x_ih, y_ih integer >= 0 (workers / PSs of job i on machine h)
+    s.t. sum_k z_ik = 1                                    "one": every job one configuration
+         sum_h x_ih = sum_k w_k z_ik,  sum_h y_ih = sum_k p_k z_ik     "workers", "ps"
+         sum_i a_ir x_ih + b_ir y_ih <= C_hr               "capacity": machine h, resource r
+         sum_{i,k} d_ikr z_ik <= sum_h C_hr                "totals" (implied; see below)
+         z binary (0 on padding); x_ih, y_ih integer >= 0 (workers / PSs of job i on machine h)
 
 Capacity rows are written only for resources some task asks for on machines with a finite
-capacity; x_ih is bounded by max_workers_i and by what machine h holds of job i's workers
-alone (y likewise). Every column is integer, so CP-SAT takes it (the objective coefficients,
-seconds, stay floats: CP-SAT scales them itself, and the objective reported here is recomputed
-from the placement). HiGHS is refused for MILPs (issue 6: highspy 1.14's MIP answers are
-wrong); `cpsat` is the default, chosen by measurement (benchmarks/README.md).
+capacity. What makes binding instances faster (docs/smd.md, "smd_exact"):
+- bounds: x_ih <= min(the most workers any of job i's configurations has, what machine h holds
+  of job i's workers alone), y likewise;
+- "totals": the cluster totals stated on z alone (d_ikr: configuration k's demand), which the
+  LP implies but which lets the solver derive knapsack cuts on the configuration choice;
+- symmetry breaking: machines with equal capacities are ordered by a load (their tasks'
+  summed shares of the cluster), "machine_order"; jobs with equal data by configuration index,
+  "job_order" (any solution maps to one that satisfies both by permuting machines / jobs);
+- a MIP start (`SolveOptions.start`, a hint for cpsat and scip) from `smd`.
+Every column is integer, so CP-SAT takes it (the objective coefficients, seconds, stay floats:
+CP-SAT scales them itself, and the objective reported here is recomputed from the placement).
+HiGHS is refused for MILPs (issue 6: highspy 1.14's MIP answers are wrong); `cpsat` is the
+default, chosen by measurement (benchmarks/README.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends import LinearProgram, SolveOptions, solve_lp
+from schedopt.modeling import Model, Variable
 from schedopt.policies.smd.algorithm import SmdSolution, solution
 from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 
 DEFAULT_SOLVER = "cpsat"
 
 
-def exact_program(problem: SmdProblem, cfg: Configurations) -> tuple[LinearProgram, np.ndarray,
-                                                                        np.ndarray]:
-    """(the MILP, job index and configuration index of each z column). Columns: z (one per
-    valid configuration, job-major), then x[i, h] (n H, job-major), then y[i, h]."""
+@dataclass(frozen=True, eq=False)
+class ExactProgram:
+    """The compiled MILP and where its blocks are: z (n, K) configuration binaries, x and y
+    (n, H) workers and PSs per machine (`Variable`s of the model; `lp` columns z, x, y)."""
+
+    lp: LinearProgram
+    model: Model
+    z: Variable
+    x: Variable
+    y: Variable
+
+    def start(self, cfg: Configurations, placement: Placement) -> np.ndarray | None:
+        """The column vector of a placement (None when a job's (w, p) is not one of its
+        configurations)."""
+        w, p = placement.total_workers, placement.total_ps
+        match = cfg.valid & (cfg.workers == w[:, None]) & (cfg.ps == p[:, None])
+        if not match.any(axis=1).all():
+            return None
+        values = np.zeros(self.lp.num_cols)
+        values[self.z.columns] = match.astype(float).ravel()
+        values[self.x.columns] = placement.workers.ravel()
+        values[self.y.columns] = placement.ps.ravel()
+        return values
+
+
+def _groups(rows: np.ndarray) -> list[np.ndarray]:
+    """Indices of equal rows, one array per group of at least two (in index order)."""
+    _, inverse, counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    return [np.flatnonzero(inverse == g) for g in np.flatnonzero(counts > 1)]
+
+
+def exact_program(problem: SmdProblem, cfg: Configurations, symmetry: bool = True,
+                  totals: bool = True) -> ExactProgram:
+    """The MILP of the module docstring. symmetry=False leaves out "machine_order" and
+    "job_order", totals=False the implied "totals" rows (the plain formulation)."""
     n, H = problem.num_jobs, problem.num_machines
-    zi, zk = np.nonzero(cfg.valid)
-    nz, nx = zi.size, n * H
-    cols = nz + 2 * nx
-    z_col = np.arange(nz)
-    x_col = nz + np.arange(nx).reshape(n, H)
-    y_col = x_col + nx
-    one = sp.csr_matrix((np.ones(nz), (zi, z_col)), shape=(n, cols))
-    jobs = np.repeat(np.arange(n), H)
-    link_w = sp.csr_matrix((np.r_[np.ones(nx), -cfg.workers[zi, zk]],
-                            (np.r_[jobs, zi], np.r_[x_col.ravel(), z_col])), shape=(n, cols))
-    link_p = sp.csr_matrix((np.r_[np.ones(nx), -cfg.ps[zi, zk]],
-                            (np.r_[jobs, zi], np.r_[y_col.ravel(), z_col])), shape=(n, cols))
     a, b, C = problem.worker_demand, problem.ps_demand, problem.capacity
     asked = (a > 0).any(axis=0) | (b > 0).any(axis=0)
-    rows = [(h, r) for h in range(H) for r in range(C.shape[1]) if asked[r] and np.isfinite(C[h, r])]
-    data, row_idx, col_idx = [], [], []
-    for row, (h, r) in enumerate(rows):
-        data += [a[:, r], b[:, r]]
-        col_idx += [x_col[:, h], y_col[:, h]]
-        row_idx.append(np.full(2 * n, row))
-    capacity = sp.csr_matrix((np.concatenate(data) if data else [],
-                              (np.concatenate(row_idx) if rows else [],
-                               np.concatenate(col_idx) if data else [])), shape=(len(rows), cols))
-    A = sp.vstack([one, link_w, link_p, capacity]).tocsr()
-    A.eliminate_zeros()
-    cap = np.array([C[h, r] for h, r in rows])
+    rows = asked[None, :] & np.isfinite(C)  # (H, R) capacity rows written
     with np.errstate(divide="ignore", invalid="ignore"):
         fit_w = np.where(a[:, None, :] > 0, C[None, :, :] / a[:, None, :], np.inf).min(axis=2)
         fit_p = np.where(b[:, None, :] > 0, C[None, :, :] / b[:, None, :], np.inf).min(axis=2)
-    upper_x = np.minimum(np.floor(fit_w + 1e-9), problem.max_workers[:, None])
-    upper_y = np.minimum(np.floor(fit_p + 1e-9), problem.max_ps[:, None])
-    lp = LinearProgram(
-        c=np.r_[cfg.time[zi, zk], np.zeros(2 * nx)], A=A,
-        row_lower=np.r_[np.ones(n), np.zeros(2 * n), np.full(len(rows), -np.inf)],
-        row_upper=np.r_[np.ones(n), np.zeros(2 * n), cap],
-        col_lower=np.zeros(cols), col_upper=np.r_[np.ones(nz), upper_x.ravel(), upper_y.ravel()],
-        integer=np.ones(cols, dtype=bool),
-    )
-    return lp, zi, zk
+    most_w = np.where(cfg.valid, cfg.workers, 0).max(axis=1, initial=1)
+    most_p = np.where(cfg.valid, cfg.ps, 0).max(axis=1, initial=1)
+
+    m = Model()
+    z = m.variable("z", cfg.valid.shape, upper=cfg.valid.astype(float), integer=True)
+    x = m.variable("x", (n, H), upper=np.minimum(np.floor(fit_w + 1e-9), most_w[:, None]),
+                   integer=True)
+    y = m.variable("y", (n, H), upper=np.minimum(np.floor(fit_p + 1e-9), most_p[:, None]),
+                   integer=True)
+    m.add("one", z.sum(axis=1) == 1)
+    m.add("workers", x.sum(axis=1) == (cfg.workers * z).sum(axis=1))
+    m.add("ps", y.sum(axis=1) == (cfg.ps * z).sum(axis=1))
+    usage = (x[:, :, None] * a[:, None, :] + y[:, :, None] * b[:, None, :]).sum(axis=0)  # (H, R)
+    if rows.any():
+        m.add("capacity", usage[rows] <= C[rows])
+    if totals and rows.any():
+        limited = rows.all(axis=0)  # resources every machine limits
+        if limited.any():
+            demand = cfg.demand(problem)[:, :, limited]  # (n, K, R')
+            m.add("totals", (z[:, :, None] * demand).sum(axis=(0, 1)) <= C[:, limited].sum(axis=0))
+    if symmetry:
+        total = np.where(rows, C, 0).sum(axis=0)
+        scale = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        load = x * (a @ scale)[:, None] + y * (b @ scale)[:, None]  # (n, H) shares of the cluster
+        alike = [g for g in _groups(np.where(np.isfinite(C), C, -1.0))]
+        first = np.concatenate([g[:-1] for g in alike]) if alike else np.zeros(0, int)
+        second = np.concatenate([g[1:] for g in alike]) if alike else np.zeros(0, int)
+        if first.size:
+            m.add("machine_order", load[:, first].sum(axis=0) >= load[:, second].sum(axis=0))
+        data = np.column_stack([a, b, cfg.time.reshape(n, -1), cfg.valid.reshape(n, -1)])
+        data = np.where(np.isfinite(data), data, -1.0)
+        same = _groups(data) if n else []
+        lo = np.concatenate([g[:-1] for g in same]) if same else np.zeros(0, int)
+        hi = np.concatenate([g[1:] for g in same]) if same else np.zeros(0, int)
+        if lo.size:
+            index = np.arange(cfg.valid.shape[1], dtype=float)
+            m.add("job_order", (z[lo] * index).sum(axis=1) <= (z[hi] * index).sum(axis=1))
+    m.minimize((np.where(cfg.valid, cfg.time, 0.0) * z).sum())
+    return ExactProgram(m.compile(), m, z, x, y)
 
 
 def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
-              options: SolveOptions | None = None) -> SmdSolution:
+              options: SolveOptions | None = None, warm_start: bool = True,
+              symmetry: bool = True) -> SmdSolution:
     """The exact optimum (status optimal; with a time limit possibly feasible, `bound` the
-    solver's proven lower bound, seconds). details: solver termination, gap, columns, rows."""
+    solver's proven lower bound, seconds). warm_start: run `smd` first and give its placement
+    as the MIP start (unless `options.start` is set; cpsat and scip read it, other backends
+    ignore it); symmetry: the symmetry-breaking rows. details: solver termination, gap,
+    columns, rows, start_objective (smd's, None without a start), start_seconds."""
     clock = time.perf_counter()
+    options = options or SolveOptions()
     cfg = problem.configurations()
-    lp, zi, zk = exact_program(problem, cfg)
-    result = solve_lp(lp, solver, options or SolveOptions())
-    details = {"termination": result.termination, "columns": lp.num_cols, "rows": lp.num_rows}
+    program = exact_program(problem, cfg, symmetry=symmetry)
+    lp = program.lp
+    details = {"columns": lp.num_cols, "rows": lp.num_rows, "start_objective": None}
+    if warm_start and options.start is None and problem.num_jobs:
+        from schedopt.policies.smd.algorithm import smd
+
+        started = time.perf_counter()
+        seed = smd(problem)
+        details["start_seconds"] = time.perf_counter() - started
+        if seed.placement is not None:
+            start = program.start(cfg, seed.placement)
+            if start is not None:
+                options = dataclasses.replace(options, start=start)
+                details["start_objective"] = seed.objective
+    result = solve_lp(lp, solver, options)
+    details["termination"] = result.termination
     if not result.status.has_solution:
         return solution(problem, None, solver, clock, status=result.status, details=details)
-    n, H, nz = problem.num_jobs, problem.num_machines, zi.size
     x = np.rint(result.x).astype(np.int64)
-    placement = Placement(x[nz:nz + n * H].reshape(n, H), x[nz + n * H:].reshape(n, H))
+    placement = Placement(x[program.x.columns].reshape(program.x.shape),
+                          x[program.y.columns].reshape(program.y.shape))
     out = solution(problem, placement, solver, clock, status=result.status, bound=result.bound,
                    details=details)
     out.details["gap"] = None if out.bound is None else \

@@ -339,7 +339,7 @@ def solve_lease_problem(problem: LeaseProblem, solver: str = DEFAULT_SOLVER,
     bound = min(bounds) if bounds else None
     details = {"incumbent_from": best.source, "lp_bound": lp_bound, "solver_bound": solver_bound,
                "stage_end": stage_end}
-    termination = stopped or full.termination
+    termination = stopped or full.detail
     if best.chosen is None:
         chosen, leases, unplaced = latest_fit_greedy(problem)
         status = Status.INFEASIBLE if unplaced else Status.FEASIBLE

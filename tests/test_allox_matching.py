@@ -326,7 +326,8 @@ def test_processing_times_refuse_multi_gpu_jobs_and_unknown_work(tmp_path):
 def test_allox_is_listed_and_needs_an_instance():
     listing = json.loads(CliRunner().invoke(main, ["policies", "--json"]).output)
     allox = next(p for p in listing if p["name"] == "allox")
-    assert allox["options"] == ["alpha"] and allox["default_solver"] == "scipy"
+    assert allox["options"] == ["alpha", "method"] and allox["default_solver"] is None
+    assert allox["decision"] == "queues"
     assert "allox" in CliRunner().invoke(main, ["policies"]).output
     problem = schedopt.ThroughputProblem.from_arrays([[1.0]], capacity=[1])
     with pytest.raises(PolicyError, match="needs an instance"):
@@ -341,3 +342,36 @@ def test_cli_solver_picks_the_matching_method_and_rejects_lp_backends(tmp_path):
     assert doc["solver"] == "ortools" and doc["total_completion_time"] == pytest.approx(38.0)
     bad = runner.invoke(main, ["solve", path, "-p", "allox", "-s", "highs"])
     assert bad.exit_code == 2 and "unknown AlloX method 'highs'" in bad.stderr
+
+
+def test_option_method_picks_the_matching_and_a_method_as_solver_is_deprecated(tmp_path):
+    path = worked_instance_file(tmp_path)
+    for method in ("scipy", "scipy-sparse", "ortools", "full"):
+        result = schedopt.solve(path, "allox", method=method)
+        assert result.solver == method and result.objective == pytest.approx(38.0)
+    assert schedopt.solve(path, "allox").solver == "scipy"  # auto
+    with pytest.warns(FutureWarning, match="-o method=ortools"):
+        old = schedopt.solve(path, "allox", solver="ortools")
+    assert old.solver == "ortools" and old.objective == pytest.approx(38.0)
+    with pytest.raises(PolicyError, match="option method expects one of"):
+        schedopt.solve(path, "allox", method="highs")
+    doc = json.loads(CliRunner().invoke(main, ["solve", str(path), "-p", "allox", "-o",
+                                               "method=scipy-sparse", "--json"]).output)
+    assert doc["solver"] == "scipy-sparse" and doc["total_completion_time"] == pytest.approx(38.0)
+
+
+def test_the_decision_is_the_machine_queues_of_the_details(tmp_path):
+    from schedopt.core.decisions import MachineQueues
+    from schedopt.policies.allox.policy import Allox
+
+    path = worked_instance_file(tmp_path, user=["zoe", "amy", "amy", "zoe", "max", "max"])
+    policy = Allox()
+    problem = schedopt.ThroughputProblem.from_instance(load_instance(path))
+    options = policy.parse_options({"alpha": 0.5})
+    outcome = policy.solve(problem, options, None)
+    decision = outcome.decision
+    assert isinstance(decision, MachineQueues)
+    assert decision.queues == outcome.details["queues"]
+    assert decision.schedule == outcome.details["schedule"] and decision.waiting == ["J0", "J3"]
+    assert policy.objective(problem, decision, options) == pytest.approx(outcome.objective,
+                                                                         rel=1e-12)

@@ -74,15 +74,13 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from schedopt.backends import Status, assignment
+from schedopt.backends import assignment
 from schedopt.backends.assignment import NoFullMatching
 from schedopt.errors import PolicyError, SolveError
-from schedopt.core.outcome import Outcome
 from schedopt.core.problem import ThroughputProblem
 from schedopt.instance.model import Instance
 from schedopt.mechanism.topology import Topology
@@ -130,7 +128,7 @@ def allox_schedule(processing: np.ndarray, free_at: np.ndarray, arrival: np.ndar
     absolute arrival time. Jobs are all available now: a job starts at its machine's free time
     plus its predecessors' processing. method: one of METHODS (see the module docstring).
     """
-    P, A, a = _validated(processing, free_at, arrival)
+    P, A, a = validated(processing, free_at, arrival)
     machine, _ = allox_assignment(P, A, method)
     return schedule_from_assignment(P, A, a, machine)
 
@@ -144,7 +142,7 @@ def allox_assignment(processing: np.ndarray, free_at: np.ndarray, method: str = 
     """
     P, A = processing, free_at
     n, K = P.shape
-    solve = _solver(method)
+    solve = solver_of(method)
     if n == 0:
         return np.zeros(0, dtype=int), MatchingStats(0, 0, np.zeros(K, dtype=int))
     order = np.arange(n)  # rows as given for the reference; longest job first otherwise
@@ -240,7 +238,7 @@ _SOLVERS = {"scipy": (assignment.dense, "scipy.optimize"),
             "full": (assignment.dense, "scipy.optimize")}
 
 
-def _solver(method: str):
+def solver_of(method: str):
     """The solver function of `method`, its module imported now (so that timings exclude it:
     scipy.optimize takes ~0.7 s to import cold)."""
     key = DEFAULT_METHOD if method == "auto" else method
@@ -251,7 +249,7 @@ def _solver(method: str):
     return solve
 
 
-def _validated(processing, free_at, arrival) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def validated(processing, free_at, arrival) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     P = np.asarray(processing, dtype=float)
     if P.ndim != 2:
         raise PolicyError(f"processing must be a 2-D (jobs x machines) array, got shape {P.shape}")
@@ -334,7 +332,7 @@ def pop_assignment(processing: np.ndarray, free_at: np.ndarray, k: int, seed: in
     schedule of the whole cluster). Machines with identical processing columns (a GPU type, the
     CPU machines) are dealt round-robin, so every part gets its share of each kind; jobs are
     sorted by their fastest time (ties at random, seeded) and dealt round-robin."""
-    P, A, _ = _validated(processing, free_at, np.zeros(processing.shape[0]))
+    P, A, _ = validated(processing, free_at, np.zeros(processing.shape[0]))
     n, K = P.shape
     if isinstance(k, bool) or int(k) != k or not 1 <= k <= K:
         raise PolicyError(f"partitions must be an integer in 1..{K} (the machines), got {k!r}")
@@ -355,59 +353,3 @@ def pop_assignment(processing: np.ndarray, free_at: np.ndarray, k: int, seed: in
         if rows.size:
             machine[rows] = cols[allox_assignment(sub, A[cols], method)[0]]
     return machine
-
-
-def allox_policy(instance: Instance, solver: str, options, alpha: float = 1.0,
-                 partitions: int | None = None, partition_seed: int = 0) -> Outcome:
-    """The `allox` policy on an instance: every machine free at `instance.now`, jobs from their
-    arrival. With alpha < 1 only jobs of the ceil(alpha * users) users with the lowest current
-    share enter; offline nothing runs yet, so every share is 0 and ties go by user name (a job
-    without `user` is its own user, named by its id). Left-out jobs are listed in `waiting`.
-
-    Outcome: no allocation (AlloX orders whole jobs; it does not share GPU time), objective =
-    bound = total completion time (seconds; exact optimum), details: total_completion_time,
-    average_jct (seconds, over the matched jobs), queues {machine: [job ids in run order]},
-    schedule {job: {machine, position, start, completion}}, waiting [job ids], alpha.
-    partitions = k: POP by machines (`pop_assignment`), details["pop"] added; for k > 1 the
-    schedule is feasible, not proven optimal (status feasible, no bound).
-    """
-    _solver(solver)  # an unknown method fails before any work; imports stay out of the timing
-    clock = time.perf_counter()
-    processing, machines = allox_processing_times(instance)
-    ids = np.asarray(instance.job_ids, dtype=object)
-    users = np.array([job.user if job.user is not None else job.id for job in instance.jobs],
-                     dtype=object)
-    enter = fairness_filter(users, np.zeros(len(ids)), alpha)
-    arrival = np.array([job.arrival_time for job in instance.jobs], dtype=float)
-    P, A, a = _validated(processing[enter], np.full(len(machines), instance.now), arrival[enter])
-    if partitions is None:
-        machine, stats = allox_assignment(P, A, method=solver)
-    else:
-        machine = pop_assignment(P, A, partitions, partition_seed, solver)
-    schedule = schedule_from_assignment(P, A, a, machine)
-    matched = ids[enter]
-    total = schedule.total_completion
-    details = {
-        "total_completion_time": total,
-        "average_jct": total / matched.size if matched.size else None,
-        "queues": {name: [matched[j] for j in queue]
-                   for name, queue in zip(machines, schedule.queues)},
-        "schedule": {job: {"machine": machines[k], "position": int(q), "start": float(s),
-                           "completion": float(c)}
-                     for job, k, q, s, c in zip(matched, schedule.machine.tolist(),
-                                                schedule.position, schedule.start,
-                                                schedule.completion)},
-        "waiting": list(ids[~enter]),
-        "alpha": alpha,
-    }
-    method = DEFAULT_METHOD if solver == "auto" else solver
-    seconds = time.perf_counter() - clock
-    if partitions is not None:
-        details["pop"] = {"k": int(partitions), "method": "by machines", "executor": "serial",
-                          "seed": partition_seed, "max_part_seconds": seconds,
-                          "wall_seconds": seconds}
-        if partitions > 1:
-            return Outcome.from_status(None, Status.FEASIBLE, total, None, seconds, method, details)
-        return Outcome.from_status(None, Status.OPTIMAL, total, total, seconds, method, details)
-    details["matchings"] = stats.matchings
-    return Outcome.from_status(None, Status.OPTIMAL, total, total, seconds, method, details)

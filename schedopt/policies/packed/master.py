@@ -303,12 +303,3 @@ def max_min_fairness_packed(problem: ThroughputProblem, table: PairTable,
         raise PolicyError(f"method must be 'columns' or 'dense', got {method!r}")
     outcome.solve_seconds = time.perf_counter() - start
     return outcome
-
-
-def packed_policy(instance: Instance, solver: str, options: SolveOptions, method: str = "columns",
-                  prune: bool = True, seed: bool = True) -> Outcome:
-    """The registered policy: the instance's throughputs and its co-location table, solved
-    through a `Solver` of the backend named `solver` with `options`."""
-    problem = ThroughputProblem.from_instance(instance)
-    return max_min_fairness_packed(problem, PairTable.from_instance(instance),
-                                   Solver(solver, options), method=method, prune=prune, seed=seed)

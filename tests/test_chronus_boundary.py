@@ -54,7 +54,7 @@ def test_leases_needed_pay_the_resume_overhead_in_every_lease():
 
 
 def test_option_horizons_count_leases_that_end_by_the_deadline_and_are_capped():
-    s = LeaseSettings(lease_seconds=L, resume_overhead_s=0.0, horizon_leases=5)
+    s = LeaseSettings(lease_seconds=L, resume_overhead_s=0.0, horizon_leases=5, horizon_seconds=None)
     jobs = LeaseJobs(np.array([1]), np.array([50.0]), np.zeros(5, dtype=np.int64),
                      np.array([349.9, 350.0, 250.0, 60.0, 10_000.0]), np.ones(5))
     # now = 50: leases end at 150, 250, 350, ...
@@ -85,7 +85,7 @@ def test_demote_only_admitted_jobs_without_a_reachable_option():
 
 
 def test_free_gpus_subtracts_reservations_inside_the_window():
-    s = LeaseSettings(lease_seconds=L, horizon_leases=4)
+    s = LeaseSettings(lease_seconds=L, horizon_leases=4, horizon_seconds=None)
     jobs = LeaseJobs(np.array([2, 4, 1]), np.ones(3), np.zeros(0, dtype=np.int64), np.zeros(0),
                      np.zeros(0))
     free = free_gpus(jobs, {0: (0, 1), 1: (1, 3, 7), 2: ()}, 8, s)
@@ -117,7 +117,7 @@ def boundary_states(draw):
 def test_admission_reservations_are_a_feasible_plan_and_the_boundary_honours_them(state):
     jobs, capacity = state
     s = LeaseSettings(lease_seconds=L, resume_overhead_s=0.0, horizon_leases=12,
-                      solver="scip", time_limit=None)
+                      solver="scip", time_limit=None, horizon_seconds=None)
     admitted, reserved = admit_arrivals(jobs, np.zeros(jobs.num_jobs, dtype=bool),
                                         np.arange(jobs.num_jobs), {}, capacity, 0.0, s)
     assert set(reserved) == set(np.flatnonzero(admitted).tolist())

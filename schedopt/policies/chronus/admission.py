@@ -120,13 +120,14 @@ def packing_order(horizon: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(horizon.shape[0]), -np.asarray(horizon)))
 
 
-def latest_fit_packing(gpus, leases_needed, horizon, capacity, order=None):
+def latest_fit_packing(gpus, leases_needed, horizon, capacity, order=None, width=None):
     """Latest-fit packing of jobs with one horizon each: (leases, unplaced, free).
 
     Jobs go in `order` (default `packing_order(horizon)`); each takes its n_j latest leases
     t < min(D_j, H) with g_j GPUs still free (via `latest_fit_greedy`). `leases[j]` holds job
     j's leases (original indices), `unplaced` the jobs that did not fit, `free` (H,) the GPUs
-    left per lease. Horizons must be >= 1.
+    left per lease. Horizons must be >= 1. width (H,): leases per slot (default 1; then
+    horizons and `leases` count slots, and capacity is per lease of each slot).
     """
     g = np.asarray(gpus, dtype=np.int64)
     n = np.asarray(leases_needed, dtype=np.int64)
@@ -136,7 +137,7 @@ def latest_fit_packing(gpus, leases_needed, horizon, capacity, order=None):
     if perm.size == 0:
         return {}, (), cap.copy()
     sub = LeaseProblem.from_arrays(g[perm], n[perm], np.arange(perm.size), np.zeros(perm.size),
-                                   d[perm], cap)
+                                   d[perm], cap, width=width)
     chosen, held, _ = latest_fit_greedy(sub)
     free = cap.copy()
     leases: dict[int, tuple[int, ...]] = {}
@@ -180,32 +181,44 @@ class AdmissionDecision:
     leases: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-def _new_job_fits(free: np.ndarray, gpus: int, needed: int, horizon: int) -> bool:
-    return int(np.count_nonzero(free[:horizon] >= gpus)) >= needed
+def _new_job_fits(free: np.ndarray, gpus: int, needed: int, horizon: int,
+                  width: np.ndarray | None = None) -> bool:
+    fits = free[:horizon] >= gpus
+    if width is None:
+        return int(np.count_nonzero(fits)) >= needed
+    return int(width[:horizon][fits].sum()) >= needed
 
 
-def earliest_fitting_horizon(free: np.ndarray, gpus: int, needed: int) -> int | None:
-    """Binary search for the smallest H in [needed, len(free)] such that at least `needed`
-    leases t < H have `gpus` GPUs free (monotone in H); None when even H = len(free) fails."""
-    lo, hi = needed, free.shape[0]
-    if lo > hi or not _new_job_fits(free, gpus, needed, hi):
+def earliest_fitting_horizon(free: np.ndarray, gpus: int, needed: int,
+                             width: np.ndarray | None = None) -> int | None:
+    """Binary search for the smallest H in [1, len(free)] such that the slots t < H with `gpus`
+    GPUs free hold at least `needed` leases (one lease per slot by default; monotone in H);
+    None when even H = len(free) fails."""
+    lo = needed if width is None else int(np.searchsorted(np.cumsum(width), needed)) + 1
+    hi = free.shape[0]
+    if lo > hi or not _new_job_fits(free, gpus, needed, hi, width):
         return None
     while lo < hi:
         mid = (lo + hi) // 2
-        if _new_job_fits(free, gpus, needed, mid):
+        if _new_job_fits(free, gpus, needed, mid, width):
             hi = mid
         else:
             lo = mid + 1
     return lo
 
 
-def admit(new_job: NewJob, admitted_jobs: JobSet, capacity_per_lease) -> AdmissionDecision:
+def admit(new_job: NewJob, admitted_jobs: JobSet, capacity_per_lease,
+          width=None) -> AdmissionDecision:
     """Admission control of one arriving SLO job (rules in the module docstring).
 
     capacity_per_lease (H,) GPUs free in lease t = 0..H-1 for SLO jobs; horizons in leases from
-    now. Returns an `AdmissionDecision`.
+    now. With width (H,) (leases per slot, see `LeaseProblem`), t indexes slots: horizons and
+    the decision's leases count slots, capacity is per lease of each slot, and a slot gives a
+    job width[t] leases. Returns an `AdmissionDecision`.
     """
-    cap = LeaseProblem.from_arrays([1], [1], [0], [0.0], [1], capacity_per_lease).capacity
+    grid = LeaseProblem.from_arrays([1], [1], [0], [0.0], [1], capacity_per_lease, width=width)
+    cap = grid.capacity
+    width = None if width is None else grid.width
     H = cap.shape[0]
     new_index = admitted_jobs.num_jobs
     first = int(new_job.option_horizon.min())
@@ -217,11 +230,11 @@ def admit(new_job: NewJob, admitted_jobs: JobSet, capacity_per_lease) -> Admissi
 
     horizons = admitted_jobs.loosest_horizon()
     _, unplaced, free = latest_fit_packing(admitted_jobs.gpus, admitted_jobs.leases_needed,
-                                           horizons, cap)
+                                           horizons, cap, width=width)
     if unplaced:
         return decision(AdmissionReason.ADMITTED_DO_NOT_FIT)
     g, n = new_job.gpus, new_job.leases_needed
-    if n > min(last, H):
+    if n > int(grid.leases_within(min(last, H))):
         return decision(AdmissionReason.TOO_FEW_LEASES)
 
     def packed_at(h):
@@ -229,13 +242,14 @@ def admit(new_job: NewJob, admitted_jobs: JobSet, capacity_per_lease) -> Admissi
         # The admitted jobs pack as above and the new job, last, fits at h: nothing is unplaced.
         full, _, _ = latest_fit_packing(np.append(admitted_jobs.gpus, g),
                                         np.append(admitted_jobs.leases_needed, n),
-                                        np.append(horizons, h), cap, order=order)
+                                        np.append(horizons, h), cap, order=order,
+                                        width=width)
         return full
 
-    if _new_job_fits(free, g, n, first):
+    if _new_job_fits(free, g, n, first, width):
         return decision(AdmissionReason.FITS_FIRST_DEADLINE, True,
                         _reachable_option(new_job, first), first, False, packed_at(first))
-    h_star = earliest_fitting_horizon(free, g, n)
+    h_star = earliest_fitting_horizon(free, g, n, width)
     if h_star is None:
         return decision(AdmissionReason.NO_FIT_IN_WINDOW, searched=True)
     if h_star > last:

@@ -31,6 +31,7 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,10 +122,17 @@ class LeaseInstance:
         return out
 
 
+DEFAULT_HORIZON_SECONDS = 115_200.0  # 32 h: 96 leases of 20 min, Chronus's artifact window
+DEFAULT_SLOTS_PER_DOUBLING = 16
+
+
 @dataclass(frozen=True)
 class LeaseSettings:
     """lease_seconds: lease length (s, Chronus's artifact: 20 min); resume_overhead_s: seconds a
-    job loses each time it starts or resumes; horizon_leases: planning window (leases);
+    job loses each time it starts or resumes; horizon_leases: leases planned one by one (full
+    resolution) from now; horizon_seconds: the planning window (s; None: exactly
+    horizon_leases leases), planned in coarser slots past the first horizon_leases
+    (`lease_grid`); slots_per_doubling: slots of one width before widths double there;
     sigma: +1, -1 or "adaptive"; solver / time_limit (s): for the lease MILP."""
 
     lease_seconds: float = 1200.0
@@ -133,6 +141,8 @@ class LeaseSettings:
     sigma: float | str = "adaptive"
     solver: str = DEFAULT_SOLVER
     time_limit: float | None = 5.0
+    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
+    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
 
     def __post_init__(self):
         for name in ("lease_seconds", "resume_overhead_s"):
@@ -150,6 +160,24 @@ class LeaseSettings:
             raise PolicyError(f"horizon_leases must be an integer >= 1, got {self.horizon_leases!r}")
         if self.sigma != "adaptive" and self.sigma not in (1, -1):
             raise PolicyError(f"sigma must be 1, -1 or 'adaptive', got {self.sigma!r}")
+        if self.horizon_seconds is not None and (
+                isinstance(self.horizon_seconds, bool)
+                or not isinstance(self.horizon_seconds, (int, float))
+                or not np.isfinite(self.horizon_seconds) or self.horizon_seconds <= 0):
+            raise PolicyError(f"horizon_seconds must be a finite number of seconds > 0 or None, "
+                              f"got {self.horizon_seconds!r}")
+        rho = self.slots_per_doubling
+        if isinstance(rho, bool) or not isinstance(rho, (int, float)) or int(rho) != rho \
+                or rho < 1:
+            raise PolicyError(f"slots_per_doubling must be an integer >= 1, got {rho!r}")
+
+    @property
+    def window_leases(self) -> int:
+        """Leases the planning window spans (at least horizon_leases)."""
+        if self.horizon_seconds is None:
+            return int(self.horizon_leases)
+        return max(int(self.horizon_leases),
+                   int(np.floor(self.horizon_seconds / self.lease_seconds + 1e-9)))
 
     @property
     def useful_seconds(self) -> float:
@@ -195,22 +223,88 @@ class LeaseJobs:
                          self.option_deadline_s[opt], self.option_value[opt])
 
 
+@functools.lru_cache(maxsize=64)
+def _grid(first: int, fine: int, window: int, rho: int) -> np.ndarray:
+    """Widths of the slots from absolute lease `first` on (see `lease_grid`)."""
+    widths = []
+    pos, end = first, first + window
+    while pos < end:
+        d = pos - first
+        cap = 1 if d < fine else 1 << max(int(d // rho).bit_length() - 1, 0)
+        w = 1
+        while w * 2 <= cap and pos % (w * 2) == 0:
+            w *= 2
+        widths.append(w)
+        pos += w
+    out = np.array(widths, dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def lease_grid(now: float, settings: LeaseSettings) -> np.ndarray:
+    """(H,) widths (leases) of the planning window's slots from `now` (docs/formulations.md,
+    Chronus: the window in time).
+
+    The first horizon_leases slots are single leases. Farther, at distance d leases from now,
+    a slot is the widest aligned block [p, p + w) of absolute lease numbers (p a multiple of
+    w, w a power of two) with w <= W(d) = largest power of two <= max(1, d /
+    slots_per_doubling): about slots_per_doubling slots per doubling of the distance. W grows
+    with d and aligned blocks nest, so the grid one lease later refines this one over the leases
+    both cover: a plan stays a plan as time advances. The last slot may end past the window.
+    """
+    first = int(np.floor(now / settings.lease_seconds + 1e-9))
+    return _grid(first, int(settings.horizon_leases), settings.window_leases,
+                 int(settings.slots_per_doubling))
+
+
+def slot_leases(width: np.ndarray, slots) -> tuple[int, ...]:
+    """Lease offsets from now covered by the given slot indices."""
+    start = np.concatenate(([0], np.cumsum(width)))
+    slots = np.asarray(slots, dtype=np.int64)
+    if slots.size == 0:
+        return ()
+    counts = width[slots]
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return tuple(int(t) for t in np.repeat(start[slots], counts) + offsets)
+
+
+def slot_free(free: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """(H,) GPUs free in every lease of each slot, from (L,) GPUs free per lease (L >= sum of
+    widths' start of the last slot; leases past the end count as free as the last one)."""
+    start = np.concatenate(([0], np.cumsum(width)[:-1]))
+    need = int(width.sum())
+    if free.shape[0] < need:
+        free = np.concatenate((free, np.full(need - free.shape[0], free[-1])))
+    return np.minimum.reduceat(free[:need], start)
+
+
 def leases_needed(remaining_s: np.ndarray, settings: LeaseSettings) -> np.ndarray:
     """(n,) leases each job needs, at least 1 (see the module docstring)."""
     return np.maximum(np.ceil(remaining_s / settings.useful_seconds - 1e-9), 1).astype(np.int64)
 
 
 def option_horizons(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
-    """(K,) leases from `now` that end by each option's deadline, capped at the window; may be
-    <= 0 for deadlines already too close."""
+    """(K,) slots of `lease_grid` that end by each option's deadline (leases when the window is
+    all single leases), capped at the window; may be <= 0 for deadlines already too close."""
     leases = np.floor((jobs.option_deadline_s - now) / settings.lease_seconds + 1e-9)
-    return np.minimum(leases, settings.horizon_leases).astype(np.int64)
+    width = lease_grid(now, settings)
+    if np.all(width == 1):
+        return np.minimum(leases, width.size).astype(np.int64)
+    slots = np.searchsorted(np.cumsum(width), np.maximum(leases, 0), side="right")
+    return np.where(leases <= 0, np.minimum(leases, 0), slots).astype(np.int64)
+
+
+def _leases_within(horizon: np.ndarray, width: np.ndarray) -> np.ndarray:
+    end = np.concatenate(([0], np.cumsum(width)))
+    return end[np.clip(horizon, 0, width.size)]
 
 
 def _reachable(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
     """(K,) options whose horizon still holds the job's leases."""
     need = leases_needed(jobs.remaining_s, settings)
-    return option_horizons(jobs, now, settings) >= need[jobs.option_job]
+    horizon = option_horizons(jobs, now, settings)
+    return (horizon >= 1) & (_leases_within(horizon, lease_grid(now, settings))
+                             >= need[jobs.option_job])
 
 
 def _job_set(jobs: LeaseJobs, members: np.ndarray, now: float, settings: LeaseSettings,
@@ -231,10 +325,11 @@ def demote_hopeless(jobs: LeaseJobs, admitted: np.ndarray, now: float,
 
 
 def free_gpus(jobs: LeaseJobs, reserved: dict[int, tuple[int, ...]], capacity: int,
-              settings: LeaseSettings) -> np.ndarray:
-    """(H,) GPUs of each lease of the window not reserved. `reserved`: job index -> lease
-    offsets from now that it holds (offsets outside the window are ignored)."""
-    H = settings.horizon_leases
+              settings: LeaseSettings, now: float = 0.0) -> np.ndarray:
+    """(H,) GPUs of each lease of the window (of `lease_grid` at `now`) not reserved.
+    `reserved`: job index -> lease offsets from now that it holds (offsets outside the window
+    are ignored)."""
+    H = int(lease_grid(now, settings).sum())
     if not reserved:
         return np.full(H, capacity, dtype=np.int64)
     counts = np.array([len(v) for v in reserved.values()], dtype=np.int64)
@@ -257,17 +352,18 @@ def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
     reserved = dict(reserved)
     reachable = _reachable(jobs, now, settings)
     horizons = option_horizons(jobs, now, settings)
-    free = free_gpus(jobs, reserved, capacity, settings)
+    width = lease_grid(now, settings)
+    free = free_gpus(jobs, reserved, capacity, settings, now)
     need = leases_needed(jobs.remaining_s, settings)
     for j in arriving:
         mine = reachable & (jobs.option_job == j)
         if not mine.any():
             continue
         new = NewJob.from_values(jobs.gpus[j], need[j], jobs.option_value[mine], horizons[mine])
-        decision = admit(new, JobSet.empty(), free)
+        decision = admit(new, JobSet.empty(), slot_free(free, width), width)
         if decision.admitted:
             admitted[j] = True
-            reserved[int(j)] = decision.leases[decision.new_index]
+            reserved[int(j)] = slot_leases(width, decision.leases[decision.new_index])
             free[list(reserved[int(j)])] -= jobs.gpus[j]
     return admitted, reserved
 
@@ -303,10 +399,11 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     plan = None
     if planned.size:
         job_set, _ = _job_set(jobs, planned_mask, now, settings, reachable)
+        width = lease_grid(now, settings)
         problem = LeaseProblem.from_arrays(
             job_set.gpus, job_set.leases_needed, job_set.option_job, job_set.option_value,
-            job_set.option_horizon, np.full(settings.horizon_leases, capacity),
-            sigma=sigma, admitted=admitted[planned] & has_option[planned])
+            job_set.option_horizon, np.full(width.size, capacity),
+            sigma=sigma, admitted=admitted[planned] & has_option[planned], width=width)
         plan = solve_lease_problem(problem, solver=settings.solver,
                                    time_limit=settings.time_limit)
         holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],
@@ -319,8 +416,8 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     running[fill_in_order(jobs.gpus, order, free)] = True
     unplaced = planned[list(plan.unplaced)] if plan is not None else np.zeros(0, dtype=np.int64)
     reserved = {} if plan is None else {
-        int(planned[i]): leases
-        for i, leases in _latest_reservations(problem, plan, admitted[planned]).items()}
+        int(planned[i]): slot_leases(problem.width, slots)
+        for i, slots in _latest_reservations(problem, plan, admitted[planned]).items()}
     return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved)
 
 
@@ -339,7 +436,7 @@ def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
     # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here.
     horizon = np.minimum(problem.option_horizon[plan.chosen[keep]], problem.num_leases) - 1
     packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], need[rest], horizon[rest],
-                                             problem.capacity[1:])
+                                             problem.capacity[1:], width=problem.width[1:])
     if unplaced:
         return own
     out = {int(i): (0,) if f else () for i, f in zip(keep, first)}

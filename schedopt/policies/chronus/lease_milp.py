@@ -119,19 +119,33 @@ def lease_milp(problem: LeaseProblem) -> LinearProgram:
     n_cols = X + K
     g_opt = problem.gpus[problem.option_job]
     n_opt = problem.leases_needed[problem.option_job]
+    width = problem.width[lease].astype(float)
 
-    # lease_count: sum_t x_kt - n_k s_k = 0
+    # lease_count: sum_t w_t x_kt - n_k s_k = 0 (>= 0 for options reaching coarse slots)
     lease_count = sp.csr_matrix(
-        (np.concatenate((np.ones(X), -n_opt.astype(float))),
+        (np.concatenate((width, -n_opt.astype(float))),
          (np.concatenate((option, np.arange(K))), np.arange(n_cols))), shape=(K, n_cols))
+    widest = np.zeros(K)
+    np.maximum.at(widest, option, width)
+    over = np.flatnonzero(widest > 1)
+    # overfill: sum_t w_t x_kt - (n_k + W_k - 1) s_k <= 0, only where W_k > 1
+    in_over = np.full(K, -1)
+    in_over[over] = np.arange(over.size)
+    on = in_over[option] >= 0
+    overfill = sp.csr_matrix(
+        (np.concatenate((width[on], -(n_opt[over] + widest[over] - 1))),
+         (np.concatenate((in_over[option[on]], np.arange(over.size))),
+          np.concatenate((np.flatnonzero(on), X + over)))), shape=(over.size, n_cols))
     # capacity: sum_k g_k x_kt <= C_t
     capacity = sp.csr_matrix((g_opt[option].astype(float), (lease, np.arange(X))), shape=(H, n_cols))
     # one_option: sum_v s_(j,v) = 1 (admitted) or <= 1
     one_option = sp.csr_matrix((np.ones(K), (problem.option_job, X + np.arange(K))),
                                shape=(J, n_cols))
-    A = sp.vstack([lease_count, capacity, one_option], format="csr")
-    row_lower = np.concatenate((np.zeros(K), np.full(H, -np.inf), problem.admitted.astype(float)))
-    row_upper = np.concatenate((np.zeros(K), problem.capacity.astype(float), np.ones(J)))
+    A = sp.vstack([lease_count, capacity, one_option, overfill], format="csr")
+    row_lower = np.concatenate((np.zeros(K), np.full(H, -np.inf), problem.admitted.astype(float),
+                                np.full(over.size, -np.inf)))
+    row_upper = np.concatenate((np.where(widest > 1, np.inf, 0.0),
+                                problem.capacity.astype(float), np.ones(J), np.zeros(over.size)))
 
     c = np.zeros(n_cols)
     c[X:] = problem.option_value
@@ -139,7 +153,7 @@ def lease_milp(problem: LeaseProblem) -> LinearProgram:
     c[np.flatnonzero(first)] = problem.sigma * g_opt[option[first]] / max(problem.capacity.max(), 1)
     col_upper = np.ones(n_cols)
     col_upper[:X] = (g_opt[option] <= problem.capacity[lease]).astype(float)
-    col_upper[X:] = (np.minimum(problem.option_horizon, H) >= n_opt).astype(float)
+    col_upper[X:] = (problem.leases_within(problem.option_horizon) >= n_opt).astype(float)
     return LinearProgram(c=c, A=A, row_lower=row_lower, row_upper=row_upper,
                          col_lower=np.zeros(n_cols), col_upper=col_upper, maximize=True,
                          integer=np.ones(n_cols, dtype=bool))
@@ -202,13 +216,23 @@ def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tupl
             continue
         g, n = problem.gpus[j], problem.leases_needed[j]
         fits = np.flatnonzero(free[: min(problem.option_horizon[k], problem.num_leases)] >= g)
-        if fits.size >= n:
-            take = fits[fits.size - n:]
+        take = latest_slots(fits, problem.width, n)
+        if take is not None:
             free[take] -= g
             chosen[j] = k
             leases[j] = tuple(int(t) for t in take)
     unplaced = tuple(int(j) for j in np.flatnonzero(problem.admitted & (chosen < 0)))
     return chosen, leases, unplaced
+
+
+def latest_slots(fits: np.ndarray, width: np.ndarray, needed: int) -> np.ndarray | None:
+    """The latest of the slots `fits` (ascending) whose widths add up to `needed` leases, or
+    None when all of them hold fewer."""
+    held = np.cumsum(width[fits[::-1]])
+    count = int(np.searchsorted(held, needed))
+    if count >= fits.size:
+        return None
+    return fits[fits.size - count - 1:]
 
 
 def _read_plan(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,10 +19,14 @@ from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.chronus.boundary import (
+    DEFAULT_HORIZON_SECONDS,
+    DEFAULT_SLOTS_PER_DOUBLING,
     LeaseInstance,
     LeaseSettings,
     admit_arrivals,
+    lease_grid,
     plan_boundary,
+    slot_leases,
 )
 from schedopt.instance.model import Instance
 from schedopt.policies.chronus.lease_milp import DEFAULT_SOLVER
@@ -33,7 +37,9 @@ DEFAULT_TIME_LIMIT = 5.0  # seconds per lease MILP, as in Chronus's artifact
 def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
                    lease_seconds: float = 1200.0, resume_overhead_s: float = 30.0,
                    horizon_leases: int = 96, sigma: float | str = "adaptive",
-                   gpu_type: str | None = None, round_up: bool = True) -> Outcome:
+                   gpu_type: str | None = None, round_up: bool = True,
+                   horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS,
+                   slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -47,7 +53,7 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
     clock = time.perf_counter()
     settings = LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma, solver,
                              DEFAULT_TIME_LIMIT if options.time_limit is None
-                             else options.time_limit)
+                             else options.time_limit, horizon_seconds, slots_per_doubling)
     data = LeaseInstance.from_instance(instance, gpu_type, round_up)
     everyone = np.arange(data.num_jobs)
     jobs = data.lease_jobs(everyone, data.run_s)
@@ -59,7 +65,8 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
     ids = data.ids
     leases = {ids[i]: [0] for i in np.flatnonzero(decision.running)}
     if plan is not None:
-        leases.update({ids[decision.planned[i]]: list(held)
+        width = lease_grid(instance.now, settings)
+        leases.update({ids[decision.planned[i]]: list(slot_leases(width, held))
                        for i, held in plan.leases.items() if held})
     X = np.zeros((data.num_jobs, len(instance.cluster.gpu_types)))
     X[decision.running, list(instance.cluster.gpu_types).index(data.gpu_type)] = 1.0
@@ -83,9 +90,13 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
 
 @dataclasses.dataclass(frozen=True)
 class ChronusOptions:
-    """lease_seconds, resume_overhead_s: seconds; horizon_leases: leases planned ahead; sigma:
-    weight of the GPUs of SLO jobs in the next lease, or "adaptive"; gpu_type: the pool (None:
-    the instance's only or first type); round_up: round run times up to whole leases."""
+    """lease_seconds, resume_overhead_s: seconds; horizon_leases: leases planned one by one
+    from now (full resolution); horizon_seconds: the planning window in seconds (default 32 h;
+    None: exactly horizon_leases leases, the window before it was set in time), past the first
+    horizon_leases leases planned in slots of 2, 4, 8... leases; slots_per_doubling: slots of
+    one width before the width doubles; sigma: weight of the GPUs of SLO jobs in the next
+    lease, or "adaptive"; gpu_type: the pool (None: the instance's only or first type);
+    round_up: round GPU counts up to 1, 2, 4, 8n."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -93,6 +104,8 @@ class ChronusOptions:
     sigma: float | str = "adaptive"
     gpu_type: str | None = None
     round_up: bool = True
+    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
+    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
 
 
 class Chronus(Policy):

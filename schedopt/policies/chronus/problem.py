@@ -16,13 +16,15 @@ from schedopt.errors import PolicyError
 @dataclass(frozen=True)
 class LeaseProblem:
     """One lease boundary, validated. Units: GPUs (gpus, capacity), leases (leases_needed,
-    option_horizon: leases from now, so option k may use leases 0..option_horizon[k]-1), value
-    (option_value: any unit, larger is better).
+    width), slots (option_horizon: slots from now, so option k may use slots
+    0..option_horizon[k]-1), value (option_value: any unit, larger is better).
 
     gpus (n,), leases_needed (n,), admitted (n,) bool: jobs that must get one option;
     option_job (K,) job of each option, option_value (K,), option_horizon (K,);
-    capacity (H,) GPUs free in lease t. A job's options are tried by the greedy in the order
-    they appear here.
+    capacity (H,) GPUs free in every lease of slot t; width (H,) leases in slot t (default 1:
+    one slot per lease, the classic Chronus window). A job holding slot t holds its GPUs for
+    all width[t] leases of it. A job's options are tried by the greedy in the order they
+    appear here.
     """
 
     gpus: np.ndarray
@@ -33,6 +35,11 @@ class LeaseProblem:
     capacity: np.ndarray
     admitted: np.ndarray
     sigma: float = 1.0
+    width: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.width is None:  # built directly (not from_arrays): one lease per slot
+            object.__setattr__(self, "width", np.ones(self.capacity.shape[0], dtype=np.int64))
 
     @property
     def num_jobs(self) -> int:
@@ -46,9 +53,24 @@ class LeaseProblem:
     def num_leases(self) -> int:
         return self.capacity.shape[0]
 
+    @property
+    def slot_end(self) -> np.ndarray:
+        """(H,) leases from now to the end of slot t (cumulative width)."""
+        return np.cumsum(self.width)
+
+    @property
+    def coarse(self) -> bool:
+        """Some slot spans more than one lease."""
+        return bool(np.any(self.width > 1))
+
+    def leases_within(self, horizon: np.ndarray) -> np.ndarray:
+        """Leases in the first `horizon` slots (0 for horizon <= 0; capped at the window)."""
+        end = np.concatenate(([0], self.slot_end))
+        return end[np.clip(np.asarray(horizon, dtype=np.int64), 0, self.num_leases)]
+
     @classmethod
     def from_arrays(cls, gpus, leases_needed, option_job, option_value, option_horizon, capacity,
-                    sigma: float = 1.0, admitted=None) -> LeaseProblem:
+                    sigma: float = 1.0, admitted=None, width=None) -> LeaseProblem:
         def ints(value, name, minimum):
             arr = np.asarray(value)
             if arr.ndim != 1:
@@ -82,4 +104,7 @@ class LeaseProblem:
         missing = np.flatnonzero(adm & (np.bincount(job, minlength=g.size) == 0))
         if missing.size:
             raise PolicyError(f"admitted job(s) {missing.tolist()} have no deadline option")
-        return cls(g, n, job, value, horizon, cap, adm, float(sigma))
+        w = np.ones(cap.size, dtype=np.int64) if width is None else ints(width, "width", 1)
+        if w.shape != cap.shape:
+            raise PolicyError(f"width has shape {w.shape}, capacity {cap.shape}")
+        return cls(g, n, job, value, horizon, cap, adm, float(sigma), w)

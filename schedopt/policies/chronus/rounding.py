@@ -1,17 +1,18 @@
 """LP-guided rounding for the Chronus lease MILP: a plan from an LP relaxation solution.
 
-Units as in `chronus.LeaseProblem`: GPUs (gpus, capacity), leases (leases_needed, horizons),
-value (option_value). A plan is `chosen` (n,), each job's option or -1, and `held` (n, H) bool,
+Units as in `chronus.LeaseProblem`: GPUs (gpus, capacity), leases (leases_needed, width),
+slots (horizons; a slot is width[t] >= 1 leases, one lease in the classic window), value
+(option_value). Below, "lease t" reads "slot t", and taking it gives a job width[t] leases. A plan is `chosen` (n,), each job's option or -1, and `held` (n, H) bool,
 held[j, t] when job j holds lease t. Inputs from the LP: `s` (K,) its s_k and `x` (K, H) its
 x_kt (0 past the horizon); both only steer the choices, any values give a feasible plan.
 
 1. Options: each job tries the option of largest s_k (the first on ties) when that s_k >= 1/2
    or the job is admitted; the others wait for step 3.
 2. Placement, a backward pass over leases t = H-1 .. 0. Candidates at t: trying jobs whose
-   horizon covers t and that still need r_j > 0 leases, at most t + 1 of them (more cannot fit
-   in leases 0..t). They are taken while their GPUs fit in C_t, in the order: by boost (0 at
+   horizon covers t and that still need r_j > 0 leases, at most E_t of them (E_t: leases in
+   slots 0..t, t + 1 with one lease per slot; more cannot fit in slots 0..t). They are taken while their GPUs fit in C_t, in the order: by boost (0 at
    first); then, in the LP-first order only, those the LP puts in t (x_kt = 1); then those that
-   must take t (r_j = t + 1); then by LP x_kt, slack t + 1 - r_j, GPUs (widest first). Jobs
+   must take t (r_j = E_t); then by LP x_kt, slack E_t - r_j, GPUs (widest first). Jobs
    short of leases after a pass are repaired and the pass rerun, at most PASSES times: a job
    moves to its next looser option (`_next_looser`); at its loosest, an admitted job gains a
    boost and another is dropped. If jobs are still short, `_admission_pass` places the admitted
@@ -130,15 +131,16 @@ def _backward_pass(problem: LeaseProblem, option: np.ndarray, x: np.ndarray, boo
     left = problem.leases_needed[trying].copy()
     horizon = np.minimum(problem.option_horizon[k], H)
     held = np.zeros((problem.num_jobs, H), dtype=bool)
+    end, width = problem.slot_end, problem.width
     for t in range(H - 1, -1, -1):
-        cand = np.flatnonzero((horizon > t) & (left > 0) & (left <= t + 1))
-        slack = t + 1 - left[cand]
+        cand = np.flatnonzero((horizon > t) & (left > 0) & (left <= end[t]))
+        slack = end[t] - left[cand]
         lp = x[k[cand], t]
         keys = (-g[cand], slack, -lp, slack > 0, *((lp < 1 - LP_ONE,) if lp_first else ()),
                 -boost[trying[cand]])
         order = cand[np.lexsort(keys)]
         take = order[_take_while_fits(g[order], int(problem.capacity[t]))]
-        left[take] -= 1
+        left[take] = np.maximum(left[take] - width[t], 0)
         held[trying[take], t] = True
     short = np.zeros(problem.num_jobs, dtype=bool)
     short[trying[left > 0]] = True
@@ -164,13 +166,17 @@ def _take_while_fits(width: np.ndarray, free: int) -> np.ndarray:
 
 def _pick(problem: LeaseProblem, j: int, k: int, free: np.ndarray,
           x: np.ndarray) -> np.ndarray | None:
-    """The n_j leases t < D_k with g_j GPUs free of largest LP x_kt (then latest), or None."""
+    """Slots t < D_k with g_j GPUs free, by largest LP x_kt (then latest), until they hold the
+    n_j leases; None when all of them hold fewer."""
     horizon = min(int(problem.option_horizon[k]), problem.num_leases)
     fits = np.flatnonzero(free[:horizon] >= problem.gpus[j])
     n = int(problem.leases_needed[j])
-    if fits.size < n:
+    ranked = fits[np.lexsort((-fits, -x[k, fits]))]
+    held = np.cumsum(problem.width[ranked])
+    count = int(np.searchsorted(held, n))
+    if count >= ranked.size:
         return None
-    return fits[np.lexsort((-fits, -x[k, fits]))[:n]]
+    return ranked[:count + 1]
 
 
 def _improve(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray, s: np.ndarray,

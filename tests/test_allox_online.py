@@ -130,7 +130,7 @@ def test_worked_example_baselines_follow_their_definitions():
     sjf = simulate_allox(instance, "sjf")  # every job is faster on the GPU: SPT there, CPU idle
     assert run_order(sjf, "gpu") == ["J3", "J0", "J1", "J2", "J5", "J4"]
     assert sjf.jobs["jct_s"].sum() == pytest.approx(1 + 3 + 6 + 10 + 15 + 21)
-    fifo = simulate_allox(instance, "fifo")  # arrival order, fastest free machine
+    fifo = simulate_allox(instance, "fifo_queue")  # arrival order, fastest free machine
     assert run_order(fifo, "gpu") == ["J0", "J2", "J3", "J5"]
     assert run_order(fifo, "cpu") == ["J1", "J4"]
     assert fifo.jobs["jct_s"].sum() == pytest.approx(2 + 6 + 6 + 7 + 13 + 12)
@@ -171,7 +171,7 @@ def test_allox_at_time_zero_is_the_offline_optimum_and_never_worse_than_sjf(inst
     assert_valid_schedule(allox, trace)
     total = allox.jobs["jct_s"].sum()
     assert total == pytest.approx(brute_force_total_completion(trace.processing), rel=1e-9)
-    for baseline in ("sjf", "fifo", "drf"):
+    for baseline in ("sjf", "fifo_queue", "drf"):
         assert total <= simulate_allox(trace, baseline).jobs["jct_s"].sum() * (1 + 1e-9)
 
 
@@ -187,7 +187,7 @@ def test_every_scheduler_runs_each_job_once_for_its_time_without_overlap(instanc
 @given(small_hybrid(all_at_zero=False, max_jobs=8))
 def test_fifo_and_drf_never_leave_a_machine_idle_while_a_job_it_can_run_waits(instance):
     trace = AlloxTrace.from_instance(instance)
-    for scheduler in ("fifo", "drf"):
+    for scheduler in ("fifo_queue", "drf"):
         jobs = simulate_allox(trace, scheduler).jobs
         for k, name in enumerate(trace.machines):
             runs = jobs[jobs["machine"] == name].sort_values("start_s")
@@ -229,7 +229,7 @@ def test_on_allox_40_every_scheduler_is_valid_and_allox_has_the_lowest_average_j
         assert_valid_schedule(result, trace)
         average[scheduler] = result.summary["average_jct_s"]
     assert average["allox"] == min(average.values())
-    assert average["sjf"] < min(average["fifo"], average["drf"])
+    assert average["sjf"] < min(average["fifo_queue"], average["drf"])
 
 
 def test_on_allox_40_with_every_job_at_time_zero_allox_beats_sjf():
@@ -271,10 +271,10 @@ def test_jain_index_and_share_fairness_on_hand_cases():
     assert jain_index([1, 3]) == pytest.approx(16 / 20)
     assert jain_index([]) is None
     # two users each running one job on its own machine from t=0: equal shares all the time
-    equal = simulate_allox(hybrid_instance([4, 4], [4, 4], users=["a", "b"]), "fifo")
+    equal = simulate_allox(hybrid_instance([4, 4], [4, 4], users=["a", "b"]), "fifo_queue")
     assert share_fairness(equal.jobs) == pytest.approx(1.0)
     # one machine: a runs 0..4 while b waits with share 0 (Jain 1/2), then b alone (1)
-    serial = simulate_allox(hybrid_instance([4, 4], [None, None], cpus=0, users=["a", "b"]), "fifo")
+    serial = simulate_allox(hybrid_instance([4, 4], [None, None], cpus=0, users=["a", "b"]), "fifo_queue")
     assert share_fairness(serial.jobs) == pytest.approx((4 * 0.5 + 4 * 1.0) / 8)
 
 
@@ -286,6 +286,10 @@ def test_empty_trace_and_unknown_names():
     for alpha in (0.0, 1.5):
         with pytest.raises(SchedoptError, match=r"alpha must be in \(0, 1\]"):
             simulate_allox(worked_example(), "allox", alpha)
+    with pytest.warns(DeprecationWarning, match="'fifo' is now the policy 'fifo_queue'"):
+        renamed = simulate_allox(worked_example(), "fifo")
+    assert renamed.scheduler == "fifo_queue"
+    assert renamed.summary == simulate_allox(worked_example(), "fifo_queue").summary
     trace = AlloxTrace.from_instance(worked_example())
     with pytest.raises(SchedoptError, match="J1 can run on no machine"):
         AlloxTrace(trace.ids, trace.arrival, np.where(np.arange(6)[:, None] == 1, np.inf, trace.processing),

@@ -7,13 +7,14 @@ from __future__ import annotations
 from schedopt.core.registry import register_gavel_name, register_policy
 from schedopt.policies.allox import builtin as allox
 from schedopt.policies.baselines import builtin as baselines
+from schedopt.policies.baselines import builtin_events as baseline_events
 from schedopt.policies.chronus import builtin as chronus
 from schedopt.policies.gavel import builtin as gavel
 from schedopt.policies.packed import builtin as packed
 from schedopt.policies.smd import builtin as smd
 
 # Another family: add its builtin module here (a list POLICIES of entries, see _register).
-FAMILIES = (gavel, baselines, packed, allox, chronus, smd)
+FAMILIES = (gavel, baselines, packed, allox, chronus, smd, baseline_events)
 
 def _register(entry) -> None:
     """An entry is a Policy (registered under its name) or (policy, name, option defaults)."""

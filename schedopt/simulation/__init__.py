@@ -1,26 +1,64 @@
-"""Trace-driven, round-based simulation: jobs arrive, the policy re-solves when the job set
-changes, the round mechanism places jobs on GPUs, jobs progress at their throughput and leave.
+"""Trace-driven simulation under any policy: jobs arrive, the policy decides, jobs progress and
+leave. One entry point for every decision kind:
 
     result = simulate(load_instance("trace.json"), "max_min_fairness")
-    result.jobs      # DataFrame, one row per job (arrival, completion, jct, rho, ...)
-    result.summary   # dict: average/percentile JCT, makespan, rho, utilization, cost, ...
+    result.jobs      # DataFrame, one row per job (arrival, completion, jct, ...)
+    result.summary   # dict: average/percentile JCT, makespan, utilization, ...
+
+The loop depends on the kind of decision the policy emits (`policy.decision`):
+- ALLOCATION (time fractions X, Gavel's policies, `fifo`, user LPs): rounds on the cluster's
+  topology (`rounds_loop`, schedopt/mechanism/rounds.py), or Gavel's reference conventions with
+  `config.mode == "gavel"` (`gavel_mode`); the policy is re-solved when the job set changes.
+- LEASES (chronus, edf, srtf): lease by lease on one GPU pool (`leases_loop`).
+- QUEUES (allox, sjf, drf, fifo_queue): non-preemptive jobs on GPU and CPU machines, decided
+  at arrivals and completions (`queues_loop`).
 
 A trace is an instance whose jobs carry future `arrival_time`s (seconds) and `total_steps`.
-Times are seconds of simulated time; throughputs steps/s.
+Times are seconds of simulated time; throughputs steps/s. Metrics: `schedopt.simulation.metrics`.
 """
 
 from __future__ import annotations
 
+from schedopt.core.decisions import DecisionKind
+from schedopt.core.policy import Policy
+from schedopt.core.registry import resolve
+from schedopt.errors import PolicyError
 from schedopt.instance.model import Instance
-from schedopt.simulation.common import SimulationConfig, SimulationResult
-from schedopt.simulation.engine import run_default
-from schedopt.simulation.gavel_mode import run_gavel
+from schedopt.simulation.common import SimulationConfig, SimulationResult, policy_name
 
 __all__ = ["simulate", "SimulationConfig", "SimulationResult"]
 
 
-def simulate(trace: Instance, policy: str, config: SimulationConfig = SimulationConfig(),
+def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = SimulationConfig(),
              progress: bool = False) -> SimulationResult:
-    """Replay `trace` under `policy` (any name `schedopt policies` lists, or gavel:NAME)."""
-    run = run_gavel if config.mode == "gavel" else run_default
-    return run(trace, policy, config, progress)
+    """Replay `trace` under `policy`: a name `schedopt policies` lists, gavel:NAME,
+    MODULE:NAME, or a Policy object. `config.policy_options` are the policy's options (e.g.
+    lease_seconds for chronus, alpha for allox); `progress` shows a bar over finished jobs."""
+    chosen, fixed = resolve(policy) if isinstance(policy, str) else (policy, {})
+    if not isinstance(chosen, Policy):
+        raise PolicyError(f"simulate expects a policy name or a Policy, got "
+                          f"{type(chosen).__name__}")
+    kind = chosen.decision
+    if kind == DecisionKind.ALLOCATION:
+        from schedopt.simulation.gavel_mode import run_gavel
+        from schedopt.simulation.rounds_loop import run_default
+
+        run = run_gavel if config.mode == "gavel" else run_default
+        return run(trace, policy, config, progress)
+    options = chosen.parse_options({**fixed, **config.policy_options})
+    if config.partitions is not None:
+        raise PolicyError(f"POP partitions apply to allocation policies in simulation; "
+                          f"{chosen.name} decides {kind.value}")
+    name = policy_name(policy)
+    if kind == DecisionKind.LEASES:
+        from schedopt.simulation.leases_loop import run_leases
+
+        return run_leases(trace, chosen, options, name, config, progress)
+    if kind == DecisionKind.QUEUES:
+        from schedopt.policies.baselines.queues import MachineTrace
+        from schedopt.simulation.queues_loop import run_queues
+
+        return run_queues(MachineTrace.from_instance(trace), chosen, options, name, config,
+                          progress)
+    raise PolicyError(f"policy {chosen.name} decides {kind.value}, which the simulator does not "
+                      f"replay (it replays allocations, leases and queues)")

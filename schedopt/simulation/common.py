@@ -1,18 +1,24 @@
-"""What both simulation loops share: configuration, the trace as arrays, the result frame."""
+"""What the simulation loops share: the configuration, the result, and for allocation policies
+the trace as arrays and the re-solve step."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from schedopt.errors import SchedoptError
 from schedopt.policies.gavel import lp as gavel
+from schedopt.core.decisions import DecisionKind
 from schedopt.core.problem import ThroughputProblem
 from schedopt.instance.model import Instance
-from schedopt.metrics import summarize
+from schedopt.simulation.metrics import summarize
+
+if TYPE_CHECKING:
+    from schedopt.core.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,12 @@ class SimulationConfig:
     perf_error: mean relative error of the throughput matrix the policy sees (0.1 = 10%): each
     T[n,j] is multiplied by a log-normal factor exp(sigma Z), Z ~ N(0, 1), with sigma such that
     E|factor - 1| = perf_error, drawn once per (job, GPU type) from `seed` (a stable
-    misestimate); jobs still progress at the true throughputs (`misestimate`)."""
+    misestimate); jobs still progress at the true throughputs (`misestimate`).
+
+    mode, round_seconds, min_resolve_interval, work_conserving, use_unconsolidated, partitions,
+    executor and perf_error apply to allocation policies (decision ALLOCATION); lease and queue
+    policies advance by their own events (lease length and pool are the policy's options).
+    max_leases: a lease run longer than this many leases is an error."""
 
     mode: str = "default"
     round_seconds: float = 360.0
@@ -43,6 +54,7 @@ class SimulationConfig:
     partitions: int | None = None
     executor: str = "serial"
     perf_error: float = 0.0
+    max_leases: int = 1_000_000
 
     def __post_init__(self):
         if self.mode not in ("default", "gavel"):
@@ -61,14 +73,34 @@ class SimulationConfig:
 
 @dataclass
 class SimulationResult:
-    """jobs: one row per job; summary: the run's metrics; rounds: one row per round (start s,
-    length s, jobs running, GPUs busy); policy and config as run."""
+    """One run. policy: its name; kind: the decision kind it emits; jobs: one row per job
+    (index `job`); summary: the run's metrics (`schedopt.simulation.metrics`); config and
+    options (the policy's, as parsed) as run. One frame per decision point, by kind:
+    rounds (allocations: start s, length s, jobs running, GPUs busy), leases (leases: start s,
+    jobs running, GPUs held, decide s, MILP gap, fallback) or decisions (queues: time s, queued,
+    candidates, free machines, started, solve s); the others are None."""
 
     policy: str
     jobs: pd.DataFrame
     summary: dict
-    rounds: pd.DataFrame
+    rounds: pd.DataFrame | None
     config: SimulationConfig
+    kind: DecisionKind = DecisionKind.ALLOCATION
+    leases: pd.DataFrame | None = None
+    decisions: pd.DataFrame | None = None
+    options: Any = None
+
+    @property
+    def scheduler(self) -> str:
+        """The policy's name (the lease and queue simulators called it the scheduler)."""
+        return self.policy
+
+    @property
+    def alpha(self) -> float | None:
+        """The policy's fairness knob alpha where it has one (allox)."""
+        if isinstance(self.options, dict):
+            return self.options.get("alpha", 1.0)
+        return getattr(self.options, "alpha", None)
 
 
 def lognormal_sigma(perf_error: float) -> float:
@@ -145,7 +177,7 @@ class TraceArrays:
 
 
 def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,
-                 steps: np.ndarray, isolated_time: np.ndarray, policy: str,
+                 steps: np.ndarray, isolated_time: np.ndarray, policy: "str | Policy",
                  config: SimulationConfig, solve_seconds: list[float],
                  memory: dict) -> np.ndarray:
     """The policy's allocation (len(active), J) for the active jobs at `now`; appends the wall
@@ -153,7 +185,6 @@ def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, no
     what the next solve reuses: with POP the jobs' parts ("parts", {job id: part}), so that
     jobs keep them; for a policy that takes a `start`, the last solve's prices ("start")."""
     from schedopt.api import solve
-    from schedopt.core.registry import resolve
 
     clock = time.perf_counter()
     pop = {} if config.partitions is None else {
@@ -165,23 +196,35 @@ def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, no
                    **config.policy_options)
     if "pop" in result.details:
         memory["parts"].update(result.details["pop"]["parts"])
-    elif "start" in resolve(policy)[0].option_names and "prices" in result.details:
+    elif "start" in policy_of(policy).option_names and "prices" in result.details:
         memory["start"] = {key: result.details[key] for key in ("prices", "level")}
     solve_seconds.append(time.perf_counter() - clock)
     if result.X is None:
-        raise SchedoptError(f"policy {policy} found no allocation at t={now:.0f} s "
+        raise SchedoptError(f"policy {policy_name(policy)} found no allocation at t={now:.0f} s "
                             f"({result.status.value})")
     return result.X
 
 
-def finish(policy: str, config: SimulationConfig, data: TraceArrays, completion: np.ndarray,
+def policy_of(policy: "str | Policy") -> "Policy":
+    """The Policy a name (registered, gavel:NAME, MODULE:NAME) or a Policy stands for."""
+    from schedopt.core.registry import resolve
+
+    return resolve(policy)[0] if isinstance(policy, str) else policy
+
+
+def policy_name(policy: "str | Policy") -> str:
+    """The name a run reports: the name as given, or the Policy's own."""
+    return policy if isinstance(policy, str) else policy.name
+
+
+def finish(policy: "str | Policy", config: SimulationConfig, data: TraceArrays, completion: np.ndarray,
            isolated_time: np.ndarray, steps: np.ndarray, busy: np.ndarray, capacity: np.ndarray,
            solve_seconds: list[float], rounds: list[tuple]) -> SimulationResult:
     """Assemble the result: job frame, summary metrics and the per-round frame."""
     frame = data.frame(completion, isolated_time, steps)
     summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
     round_frame = pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running", "gpus_busy"])
-    return SimulationResult(policy, frame, summary, round_frame, config)
+    return SimulationResult(policy_name(policy), frame, summary, round_frame, config)
 
 
 def isolated_throughput(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:

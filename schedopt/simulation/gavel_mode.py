@@ -6,15 +6,19 @@ section numbers below refer to it.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.core.registry import resolve
 from schedopt.mechanism.rounds import NEVER_RUN_BOOST
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays, finish,
-                                        isolated_throughput, progress_bar, solve_policy)
+                                        isolated_throughput, policy_of, progress_bar,
+                                        solve_policy)
+
+if TYPE_CHECKING:
+    from schedopt.core.policy import Policy
 
 # Policies Gavel treats as heterogeneity-agnostic: GPU types visited in a shuffled order (§3.3).
 SHUFFLED = {"max_min_fairness_agnostic", "min_makespan_agnostic", "finish_time_fairness_agnostic",
@@ -44,9 +48,9 @@ def choose_jobs(order: list[int], priority: np.ndarray, deficit: np.ndarray, X: 
     return chosen
 
 
-def run_gavel(trace: Instance, policy: str, config: SimulationConfig,
+def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
               progress: bool = False) -> SimulationResult:
-    name = resolve(policy)[0].name
+    name = policy_of(policy).name
     data = TraceArrays(trace, config.perf_error, config.seed)
     N, J = data.T.shape
     capacity = np.array([trace.cluster.gpu_types[t].count for t in data.types], dtype=float)

@@ -1,4 +1,5 @@
-"""schedopt's own simulation loop (mode "default"): the mechanism of schedopt.rounds.
+"""The simulation loop of allocation policies (decision ALLOCATION, mode "default"): the round
+mechanism of schedopt/mechanism/rounds.py on the cluster's topology.
 
 Each round: admit arrivals; if the job set changed (and `min_resolve_interval` allows), re-solve
 the policy on the active jobs and restart the time-received accounting, carrying each job's
@@ -9,6 +10,7 @@ round lasts as long as its longest job.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,8 +21,11 @@ from schedopt.simulation.common import (SimulationConfig, SimulationResult, Trac
                                         isolated_throughput, progress_bar, solve_policy)
 from schedopt.mechanism.topology import Topology
 
+if TYPE_CHECKING:
+    from schedopt.core.policy import Policy
 
-def run_default(trace: Instance, policy: str, config: SimulationConfig,
+
+def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfig,
                 progress: bool = False) -> SimulationResult:
     data = TraceArrays(trace, config.perf_error, config.seed)
     topology = Topology.from_cluster(trace.cluster)

@@ -1,0 +1,152 @@
+"""Lease baselines on one homogeneous GPU pool (decision LEASES, like chronus): who holds GPUs
+in the next lease.
+
+- `edf`: earliest deadline first over every waiting job (best-effort jobs last, by arrival),
+  skipping a job that does not fit; no admission control, so hopeless jobs keep running.
+- `srtf`: shortest remaining running time first over every waiting job, skipping what does not
+  fit; deadlines are ignored.
+
+Ties go to the earlier arrival, then to trace order. Leases, the pool, GPU round-up and
+deadlines are those of chronus (`schedopt.policies.chronus.boundary`): `lease_seconds` and
+`resume_overhead_s` in seconds, `gpu_type` the pool (default: the type with the most GPUs),
+`round_up` the consolidation round-up of GPU counts to 1, 2, 4, 8n.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from schedopt.backends import Status
+from schedopt.core.capabilities import Capability
+from schedopt.core.decisions import DecisionKind, LeasePlan
+from schedopt.core.outcome import Outcome
+from schedopt.core.policy import Policy
+from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.baselines.events import EventProblem, event_of, event_problem  # noqa: F401
+from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseJobs, LeaseSettings,
+                                                fill_in_order)
+
+
+@dataclass(frozen=True)
+class LeaseBoundary:
+    """One lease boundary at `now` (s). ids, arrival (s), deadline (absolute s of the first SLO
+    deadline, inf for best effort): (n,) over the jobs waiting or running; jobs: their GPUs and
+    seconds of running left (`LeaseJobs`); capacity: GPUs in the pool of `gpu_type`;
+    lease_seconds: the lease length (s)."""
+
+    ids: np.ndarray
+    arrival: np.ndarray
+    deadline: np.ndarray
+    jobs: LeaseJobs
+    capacity: int
+    gpu_type: str
+    now: float
+    lease_seconds: float
+
+    @classmethod
+    def from_instance(cls, instance, options: "LeaseOptions") -> "LeaseBoundary":
+        """Every job of `instance` waiting at `instance.now`, with all its work left."""
+        data = LeaseInstance.from_instance(instance, options.gpu_type, options.round_up)
+        everyone = np.arange(data.num_jobs)
+        return cls(data.ids, data.arrival, data.first_deadline(),
+                   data.lease_jobs(everyone, data.run_s), int(data.capacity), data.gpu_type,
+                   float(instance.now), float(options.lease_seconds))
+
+    def problem(self) -> EventProblem:
+        """This boundary as the problem a LEASES policy solves: the pool is the one GPU type,
+        throughput 1 (a second of running per second held), remaining_steps the seconds of
+        running left."""
+        jobs = self.jobs
+        base = ThroughputProblem.from_arrays(
+            np.ones((jobs.num_jobs, 1)), jobs.gpus, None, [self.capacity], job_ids=self.ids,
+            gpu_types=(self.gpu_type,), remaining_steps=jobs.remaining_s,
+            time_since_arrival=self.now - self.arrival,
+            time_to_deadline=np.where(np.isfinite(self.deadline), self.deadline - self.now,
+                                      np.nan))
+        return event_problem(base, self)
+
+
+@dataclass(frozen=True)
+class LeaseOptions:
+    """lease_seconds, resume_overhead_s: seconds; gpu_type: the pool (None: the type with the
+    most GPUs); round_up: round GPU counts up to 1, 2, 4, 8n for consolidation."""
+
+    lease_seconds: float = 1200.0
+    resume_overhead_s: float = 30.0
+    gpu_type: str | None = None
+    round_up: bool = True
+
+    def __post_init__(self):
+        LeaseSettings(self.lease_seconds, self.resume_overhead_s)  # PolicyError when invalid
+
+
+def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: np.ndarray,
+                  seconds: float, algorithm: str) -> Outcome:
+    """The decision `running` ((n,) bool: holds GPUs in the next lease) as an Outcome: the
+    allocation marks those jobs on the pool's type; the decision is a LeasePlan."""
+    X = np.zeros((boundary.jobs.num_jobs, len(problem.gpu_types)))
+    X[running, list(problem.gpu_types).index(boundary.gpu_type)] = 1.0
+    ids = boundary.ids[running].tolist()
+    plan = LeasePlan({job: [0] for job in ids}, ids, [], [], boundary.lease_seconds,
+                     boundary.gpu_type)
+    details = {"leases": plan.leases, "running": ids, "lease_seconds": boundary.lease_seconds,
+               "gpu_type": boundary.gpu_type, "gpus": boundary.capacity}
+    return Outcome.from_status(X, Status.OPTIMAL, None, None, seconds, algorithm, details,
+                               decision=plan)
+
+
+class _PriorityFill(Policy):
+    """Fill the pool in a priority order, skipping jobs that do not fit (`fill_in_order`)."""
+
+    Options = LeaseOptions
+    decision = DecisionKind.LEASES
+    needs = Capability.none()
+    default_solver = None
+    instance_data = "one GPU pool and the jobs' deadlines"
+    objective_doc = "none (a priority rule)"
+
+    def keys(self, boundary: LeaseBoundary) -> tuple[np.ndarray, ...]:
+        """Sort keys, last primary (np.lexsort)."""
+        raise NotImplementedError
+
+    def check_instance(self, problem: ThroughputProblem) -> None:
+        if event_of(problem, LeaseBoundary) is None:
+            super().check_instance(problem)
+
+    def solve(self, problem: ThroughputProblem, options: LeaseOptions, solver) -> Outcome:
+        clock = time.perf_counter()
+        boundary = event_of(problem, LeaseBoundary)
+        if boundary is None:
+            boundary = LeaseBoundary.from_instance(problem.instance, options)
+        n = boundary.jobs.num_jobs
+        order = np.lexsort((np.arange(n), *self.keys(boundary)))
+        running = np.zeros(n, dtype=bool)
+        running[fill_in_order(boundary.jobs.gpus, order, boundary.capacity)] = True
+        return lease_outcome(problem, boundary, running, time.perf_counter() - clock, self.name)
+
+
+class Edf(_PriorityFill):
+    """Earliest deadline first (see the module docstring)."""
+
+    name = "edf"
+    summary = ("Lease baseline: earliest deadline first on one GPU pool, best-effort jobs last; "
+               "no admission control.")
+
+    def keys(self, boundary: LeaseBoundary) -> tuple[np.ndarray, ...]:
+        return boundary.arrival, boundary.deadline
+
+
+class Srtf(_PriorityFill):
+    """Shortest remaining running time first (see the module docstring)."""
+
+    name = "srtf"
+    summary = "Lease baseline: shortest remaining running time first on one GPU pool."
+
+    def keys(self, boundary: LeaseBoundary) -> tuple[np.ndarray, ...]:
+        return boundary.arrival, boundary.jobs.remaining_s
+
+
+__all__ = ["Edf", "LeaseBoundary", "LeaseOptions", "Srtf", "lease_outcome"]

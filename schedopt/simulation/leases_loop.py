@@ -1,0 +1,218 @@
+"""The simulation loop of lease policies (decision LEASES: chronus, edf, srtf), on one
+homogeneous GPU pool.
+
+Time is cut into leases of `lease_seconds` (a policy option) starting at t = 0 of the trace
+clock. Decisions are taken only at lease boundaries: a job arriving mid-lease waits for the next
+boundary, and the GPUs of a job finishing mid-lease stay idle until then (they are leased). A
+job that starts or resumes loses `resume_overhead_s` of its lease; one that keeps its GPUs from
+the previous lease does not. A *preemption* is an unfinished job that held GPUs in the previous
+lease and does not in this one.
+
+Only one GPU type is used: the policy's `gpu_type` option, by default the type with the most
+GPUs. A job runs `remaining_steps / throughput[gpu_type]` seconds on `scale_factor` GPUs, rounded
+up to 1, 2, 4, 8n for consolidation on 8-GPU nodes (`round_up`; kept as requested when the
+rounded count exceeds the pool). Jobs with `deadline` or `deadline_options` are SLO jobs
+(`Job.slo_options`); the rest are best effort.
+
+At each boundary the policy gets the waiting and running jobs as a `LeaseBoundary` problem
+(`policy.solve`) and returns a `LeasePlan`; the jobs in its `running` list hold GPUs in the
+lease. Chronus keeps state from one boundary to the next (its admitted jobs and their
+reservations), which its one-boundary `solve` does not take yet: `ONLINE` runs its boundary
+step (`schedopt.policies.chronus.boundary`) with that state.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from schedopt.backends import SolveOptions
+from schedopt.backends.session import Solver
+from schedopt.core.decisions import DecisionKind, LeasePlan
+from schedopt.core.policy import Policy
+from schedopt.errors import SchedoptError
+from schedopt.instance.model import Instance
+from schedopt.policies.baselines.leases import LeaseBoundary
+from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseSettings, admit_arrivals,
+                                                demote_hopeless, plan_boundary)
+from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
+from schedopt.simulation.metrics import lease_summary
+
+EPS_S = 1e-6  # seconds: finishing this close to a deadline or a lease end counts as within it
+CHRONUS_TIME_LIMIT = 5.0  # seconds per lease MILP when the config sets none (Chronus's artifact)
+
+
+class LeaseState:
+    """Mutable per-job state over a run (arrays over N jobs)."""
+
+    def __init__(self, data: LeaseInstance):
+        n = data.num_jobs
+        self.remaining = data.run_s.copy()
+        self.completion = np.where(self.remaining <= 0, data.arrival, np.nan)
+        self.seen = np.zeros(n, dtype=bool)
+        self.admitted = np.zeros(n, dtype=bool)
+        self.demoted = np.zeros(n, dtype=bool)
+        self.ran_before = np.zeros(n, dtype=bool)
+        self.preemptions = np.zeros(n, dtype=np.int64)
+        self.starts = np.zeros(n, dtype=np.int64)
+        self.reserved: dict[int, tuple[int, ...]] = {}  # admitted job -> absolute lease numbers
+
+
+def settings_of(options: Any, solver: Solver, config: SimulationConfig) -> LeaseSettings:
+    """The lease settings a run uses: lease length, overhead, window and sigma from the policy's
+    options (chronus's defaults where it has none), solver and time limit from the config."""
+    defaults = LeaseSettings()
+    return LeaseSettings(
+        getattr(options, "lease_seconds", defaults.lease_seconds),
+        getattr(options, "resume_overhead_s", defaults.resume_overhead_s),
+        getattr(options, "horizon_leases", defaults.horizon_leases),
+        getattr(options, "sigma", defaults.sigma),
+        solver.name or defaults.solver,
+        CHRONUS_TIME_LIMIT if config.time_limit is None else config.time_limit)
+
+
+def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
+               config: SimulationConfig, progress: bool = False) -> SimulationResult:
+    """Replay `trace` lease by lease under the LEASES `policy` with parsed `options`."""
+    data = LeaseInstance.from_instance(trace, getattr(options, "gpu_type", None),
+                                       getattr(options, "round_up", True))
+    solver = Solver(config.solver or policy.default_solver,
+                    SolveOptions(time_limit=config.time_limit))
+    settings = settings_of(options, solver, config)
+    step = ONLINE.get(policy.name, _contract_step)
+    L = settings.lease_seconds
+    state = LeaseState(data)
+    deadline = data.first_deadline()
+    rows: list[tuple] = []
+    bar = progress_bar(data.num_jobs, progress)
+    bar.update(int(np.sum(~np.isnan(state.completion))))
+    lease = 0
+    while np.isnan(state.completion).any():
+        now = lease * L
+        unfinished = np.isnan(state.completion)
+        if not np.any(unfinished & (data.arrival <= now + EPS_S)):
+            lease = int(np.ceil((data.arrival[unfinished].min() - EPS_S) / L))
+            now = lease * L
+        if lease > config.max_leases:
+            raise SchedoptError(f"the run passed {config.max_leases} leases; raise max_leases")
+        active = np.flatnonzero(unfinished & (data.arrival <= now + EPS_S))
+        new = ~state.seen[active]
+        state.seen[active] = True
+        jobs = data.lease_jobs(active, state.remaining)
+        boundary = LeaseBoundary(data.ids[active], data.arrival[active], deadline[active], jobs,
+                                 int(data.capacity), data.gpu_type, float(now), float(L))
+        clock = time.perf_counter()
+        running, gap, fallback = step(policy, options, solver, boundary,
+                                      _Context(state, active, new, lease, settings))
+        decide_s = time.perf_counter() - clock
+        finished = _run_lease(state, active, running, now, settings)
+        bar.update(finished)
+        rows.append((now, int(running.sum()), int(jobs.gpus[running].sum()), decide_s, gap,
+                     fallback))
+        lease += 1
+    bar.close()
+    return _result(name, policy, options, config, data, state, rows, L)
+
+
+class _Context:
+    """What a stateful boundary step may read and update besides the boundary itself."""
+
+    def __init__(self, state: LeaseState, active: np.ndarray, new: np.ndarray, lease: int,
+                 settings: LeaseSettings):
+        self.state, self.active, self.new, self.lease, self.settings = (state, active, new,
+                                                                          lease, settings)
+
+
+def _contract_step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,
+                   context: _Context) -> tuple[np.ndarray, Any, Any]:
+    """The policy's decision through its contract: (running mask, MILP gap, fallback used)."""
+    outcome = policy.solve(boundary.problem(), options, solver)
+    plan = outcome.decision
+    if not isinstance(plan, LeasePlan):
+        raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.LEASES.value}) "
+                            f"returned {type(plan).__name__}, expected a LeasePlan")
+    running = np.isin(boundary.ids, np.asarray(plan.running, dtype=object))
+    return running, outcome.details.get("gap"), outcome.details.get("used_fallback")
+
+
+def _chronus_step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,
+                  context: _Context) -> tuple[np.ndarray, Any, Any]:
+    """Chronus at one boundary, with the admitted jobs and reservations of the run so far:
+    demotion, admission control of the SLO jobs that arrived, the lease MILP, shortest
+    remaining service for the rest."""
+    state, active, lease, settings = context.state, context.active, context.lease, context.settings
+    jobs, now = boundary.jobs, boundary.now
+    admitted = state.admitted[active]
+    demote = demote_hopeless(jobs, admitted, now, settings)
+    admitted &= ~demote
+    position = {int(g): i for i, g in enumerate(active)}
+    reserved = {position[g]: tuple(t - lease for t in leases)
+                for g, leases in state.reserved.items()
+                if g in position and admitted[position[g]]}
+    new = np.flatnonzero(context.new)
+    arriving = new[np.lexsort((new, boundary.arrival[new]))]
+    admitted, reserved = admit_arrivals(jobs, admitted, arriving, reserved, boundary.capacity,
+                                        now, settings)
+    decision = plan_boundary(jobs, admitted, boundary.capacity, now, settings)
+    demote[decision.unplaced] = True
+    state.demoted[active[demote]] = True
+    state.admitted[active] = admitted & ~demote
+    state.reserved = {int(active[i]): tuple(int(t) + lease for t in leases)
+                      for i, leases in decision.reserved.items()}
+    plan = decision.plan
+    return (decision.running, None if plan is None else plan.gap,
+            None if plan is None else plan.used_fallback)
+
+
+Step = Callable[[Policy, Any, Solver, LeaseBoundary, _Context], tuple[np.ndarray, Any, Any]]
+ONLINE: dict[str, Step] = {"chronus": _chronus_step}
+
+
+def _run_lease(state: LeaseState, active: np.ndarray, running: np.ndarray, now: float,
+               settings: LeaseSettings) -> int:
+    """Advance the `running` jobs (mask over `active`) through one lease; returns how many
+    finished."""
+    run = active[running]
+    idle = active[~running]
+    state.preemptions[idle[state.ran_before[idle]]] += 1
+    state.ran_before[idle] = False
+    overhead = np.where(state.ran_before[run], 0.0, settings.resume_overhead_s)
+    state.starts[run] += ~state.ran_before[run]
+    useful = settings.lease_seconds - overhead
+    done = state.remaining[run] <= useful + EPS_S
+    state.completion[run[done]] = now + overhead[done] + state.remaining[run[done]]
+    state.remaining[run] = np.maximum(state.remaining[run] - useful, 0.0)
+    state.ran_before[run] = ~done
+    return int(done.sum())
+
+
+def _result(name: str, policy: Policy, options: Any, config: SimulationConfig,
+            data: LeaseInstance, state: LeaseState, rows: list[tuple],
+            lease_seconds: float) -> SimulationResult:
+    completion = state.completion
+    met = completion[data.option_job] <= data.option_deadline_s + EPS_S
+    earned = np.zeros(data.num_jobs)
+    np.maximum.at(earned, data.option_job[met], data.option_value[met])
+    best = np.zeros(data.num_jobs)
+    np.maximum.at(best, data.option_job, data.option_value)
+    slo = np.bincount(data.option_job, minlength=data.num_jobs) > 0
+    deadline = data.first_deadline()
+    jct = completion - data.arrival
+    frame = pd.DataFrame({
+        "job": data.ids, "gpus": data.gpus, "run_s": data.run_s, "arrival_s": data.arrival,
+        "completion_s": completion, "jct_s": jct, "slo": slo,
+        "deadline_s": np.where(slo, deadline - data.arrival, np.nan),
+        "met_deadline": pd.array(np.where(slo, completion <= deadline + EPS_S, None),
+                                 dtype="boolean"),
+        "value_earned": np.where(slo, earned, np.nan), "value_max": np.where(slo, best, np.nan),
+        "admitted": state.admitted, "demoted": state.demoted,
+        "starts": state.starts, "preemptions": state.preemptions,
+    }).set_index("job")
+    leases = pd.DataFrame(rows, columns=["start_s", "jobs_running", "gpus_held", "decide_s",
+                                         "milp_gap", "used_fallback"])
+    summary = lease_summary(frame, leases, data.gpu_type, data.capacity, lease_seconds)
+    return SimulationResult(name, frame, summary, None, config, DecisionKind.LEASES,
+                            leases=leases, options=options)

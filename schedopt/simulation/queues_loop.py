@@ -1,0 +1,165 @@
+"""The simulation loop of queue policies (decision QUEUES: allox, sjf, drf, fifo_queue): an
+event-driven simulation of non-preemptive jobs on GPU and CPU machines.
+
+Machines are every GPU (one machine each) and every CPU machine; job m takes p[m, k] seconds on
+machine k (`schedopt.policies.allox.matching.allox_processing_times`, np.inf = cannot run there).
+A started job runs to completion on its machine: nothing is ever preempted or migrated.
+
+Events are job arrivals and job completions. At each event time, completions free their
+machines and arrivals join the queue; then, if some machine is free and some job is queued, the
+policy is asked which jobs start (a *decision*): it gets a `QueueDecision` problem
+(`policy.solve`) and returns a `MachineQueues`; the job at the head of each free machine's queue
+starts there.
+
+`allox` (docs/formulations.md §4 online) needs the time each busy machine frees up and the
+users' shares so far, which its offline `solve` does not take yet: `ONLINE` runs it here. The
+queued jobs that pass the fairness filter (alpha in (0, 1]: only the jobs of the ceil(alpha * U)
+users with the lowest current share, U = users with queued jobs; a user's share is the
+machine-seconds its jobs have received so far) are matched to (machine, position-from-last)
+slots at minimum total completion time, busy machines entering with the time their running job
+ends; the first job of each *free* machine's queue starts, the rest of the matching is thrown
+away. A free machine whose queue is empty stays idle until the next event, even if jobs wait.
+The baselines' rules are in `schedopt.policies.baselines.queues`.
+
+Times are seconds of simulated time, measured from the instance's clock (arrival_time).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from schedopt.backends import SolveOptions
+from schedopt.backends.session import Solver
+from schedopt.core.decisions import DecisionKind, MachineQueues
+from schedopt.core.policy import Policy
+from schedopt.errors import SchedoptError
+from schedopt.policies.allox.matching import allox_schedule, fairness_filter
+from schedopt.policies.baselines.queues import MachineTrace, QueueDecision
+from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
+from schedopt.simulation.metrics import queue_summary
+
+# (job, machine) pairs that start now, the jobs that entered the decision, solver seconds.
+Starts = tuple[list[tuple[int, int]], int, float]
+
+
+def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
+               config: SimulationConfig, progress: bool = False) -> SimulationResult:
+    """Replay `trace` under the QUEUES `policy` with parsed `options`."""
+    step = ONLINE.get(policy.name, _contract_step)
+    solver = Solver(config.solver or policy.default_solver,
+                    SolveOptions(time_limit=config.time_limit))
+    n, K = trace.processing.shape
+    queued = np.zeros(n, dtype=bool)
+    start, completion = np.full(n, np.nan), np.full(n, np.nan)
+    machine = np.full(n, -1)
+    busy_until = np.full(K, -np.inf)  # machine k is free at time t if busy_until[k] <= t
+    running = np.full(K, -1)          # job on machine k, -1 = none (or finished)
+    arrivals = np.lexsort((np.arange(n), trace.arrival))
+    admitted, launched = 0, 0
+    decisions: list[tuple] = []
+    bar = progress_bar(n, progress)
+    t = float(trace.arrival[arrivals[0]]) if n else 0.0
+    while launched < n:
+        while admitted < n and trace.arrival[arrivals[admitted]] <= t:
+            queued[arrivals[admitted]] = True
+            admitted += 1
+        free = busy_until <= t
+        if free.any() and queued.any():
+            waiting = int(queued.sum())
+            decision = QueueDecision(trace, t, queued.copy(), free, busy_until.copy(),
+                                     running.copy(), start, completion)
+            starts, candidates, seconds = step(policy, options, solver, decision)
+            for m, k in starts:
+                queued[m] = False
+                start[m], machine[m] = t, k
+                completion[m] = t + trace.processing[m, k]
+                busy_until[k], running[k] = completion[m], m
+            decisions.append((t, waiting, candidates, int(free.sum()), len(starts), seconds))
+            launched += len(starts)
+            bar.update(len(starts))
+        upcoming = busy_until[busy_until > t]
+        later = [float(upcoming.min())] if upcoming.size else []
+        if admitted < n:
+            later.append(float(trace.arrival[arrivals[admitted]]))
+        if not later:
+            if launched < n:  # every machine free, jobs queued, nothing started: a policy bug
+                raise SchedoptError(f"policy {name} left jobs "
+                                    f"{', '.join(np.asarray(trace.ids)[queued][:5])} "
+                                    f"waiting with every machine free at t={t:.0f} s")
+            break
+        t = min(later)
+    bar.close()
+    frame = _job_frame(trace, start, completion, machine)
+    decided = pd.DataFrame(decisions, columns=["time_s", "queued", "candidates", "free_machines",
+                                               "started", "solve_seconds"])
+    busy = (np.bincount(machine, weights=frame["processing_s"].to_numpy(), minlength=K)
+            if n else np.zeros(K))
+    summary = queue_summary(frame, busy, trace.is_gpu, decided)
+    return SimulationResult(name, frame, summary, None, config, DecisionKind.QUEUES,
+                            decisions=decided, options=options)
+
+
+def _contract_step(policy: Policy, options: Any, solver: Solver,
+                   decision: QueueDecision) -> Starts:
+    """The policy's decision through its contract: the head of each free machine's queue."""
+    outcome = policy.solve(decision.problem(), options, solver)
+    plan = outcome.decision
+    if not isinstance(plan, MachineQueues):
+        raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.QUEUES.value}) "
+                            f"returned {type(plan).__name__}, expected a MachineQueues")
+    trace = decision.trace
+    jobs, machines = trace.job_index, trace.machine_index
+    starts = []
+    for name, queue in plan.queues.items():
+        k = machines[name]
+        if queue and decision.free[k]:
+            m = jobs[queue[0]]
+            if not decision.queued[m] or not np.isfinite(trace.processing[m, k]):
+                raise SchedoptError(f"policy {policy.name} started job {queue[0]} on {name}, "
+                                    f"where it is not waiting or cannot run")
+            starts.append((m, k))
+    return starts, int(decision.queued.sum()), float("nan")
+
+
+def _allox_step(policy: Policy, options: Any, solver: Solver, decision: QueueDecision) -> Starts:
+    """Online AlloX (see the module docstring): the fairness filter, then the matching."""
+    trace, t, free = decision.trace, decision.now, decision.free
+    alpha = options.get("alpha", 1.0) if isinstance(options, dict) else options.alpha
+    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float)) and 0.0 < alpha <= 1.0):
+        raise SchedoptError(f"alpha must be in (0, 1], got {alpha!r}")
+    jobs = np.flatnonzero(decision.queued)
+    if alpha < 1.0:
+        names = np.asarray(trace.users, dtype=object)[trace.user[jobs]]  # ties: by user name
+        share = decision.served[trace.user[jobs]]
+        jobs = jobs[np.asarray(fairness_filter(names, share, alpha), dtype=bool)]
+    free_at = np.where(free, t, decision.busy_until)
+    began = time.perf_counter()
+    schedule = allox_schedule(trace.processing[jobs], free_at, trace.arrival[jobs])
+    seconds = time.perf_counter() - began
+    starts = [(int(jobs[queue[0]]), k) for k, queue in enumerate(schedule.queues)
+              if free[k] and queue]
+    return starts, int(jobs.size), seconds
+
+
+Step = Callable[[Policy, Any, Solver, QueueDecision], Starts]
+ONLINE: dict[str, Step] = {"allox": _allox_step}
+
+
+def _job_frame(trace: MachineTrace, start: np.ndarray, completion: np.ndarray,
+               k: np.ndarray) -> pd.DataFrame:
+    n = len(trace.ids)
+    processing = trace.processing[np.arange(n), k] if n else np.zeros(0)
+    fastest = trace.processing.min(axis=1) if n else np.zeros(0)
+    jct = completion - trace.arrival
+    machines = np.array(trace.machines, dtype=object)
+    return pd.DataFrame({
+        "job": list(trace.ids), "user": np.array(trace.users, dtype=object)[trace.user],
+        "arrival_s": trace.arrival, "start_s": start, "completion_s": completion,
+        "jct_s": jct, "wait_s": start - trace.arrival, "machine": machines[k],
+        "device": np.where(trace.is_gpu[k], "gpu", "cpu"), "processing_s": processing,
+        "fastest_processing_s": fastest, "slowdown": jct / fastest,
+    }).set_index("job")

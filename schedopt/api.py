@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from schedopt.backends import SolveOptions
@@ -12,6 +11,7 @@ from schedopt.instance import load_instance
 from schedopt.instance.model import Instance
 from schedopt.backends.session import Solver
 from schedopt.core.registry import resolve
+from schedopt.policies.partitioned import Partitioned
 from schedopt.result import Result
 
 
@@ -45,19 +45,22 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
     call. Extra keyword arguments are the policy's own options (e.g. `slos=False` for min_cost,
     `seed` for fifo_agnostic, `tolerance` for finish_time_fairness, `alpha` for allox).
 
-    `allox` needs an Instance or a path (CPU machines, cpu_time); its solver is the assignment
-    method (auto, scipy, scipy-sparse, ortools, full), its Result has X = None and the schedule
-    in `details` (see schedopt.policies.allox.matching.allox_policy).
+    Policies that read more than the throughput matrix (e.g. `allox`: CPU machines,
+    cpu_time; a policy's `instance_data` says what) need an Instance or a path.
 
-    partitions=k solves with POP (`schedopt.policies.pop`): k parts, each with its share of every type,
-    run by `executor` ("serial", "process" or "ray"), partitioned by `partition_method`
-    ("stratified" or "random") with `partition_seed`; `previous_parts` ({job id: part}, e.g.
-    the last result's details["pop"]["parts"]) keeps jobs in their parts. The objective is
-    the coalesced allocation's, on the whole instance. exact_gap=True also solves the whole
-    instance: details["pop"] gains exact_objective, exact_seconds and gap (relative, >= 0
-    when POP is worse), and `bound` becomes the exact solve's bound.
+    partitions=k solves with POP: `Partitioned(policy, k, ...)`
+    (`schedopt.policies.partitioned`): k parts run by `executor` ("serial", "process" or
+    "ray"), jobs dealt by `partition_method` ("stratified" or "random") with `partition_seed`;
+    `previous_parts` ({job id: part}, e.g. the last result's details["pop"]["parts"]) keeps
+    jobs in their parts. The objective is the coalesced decision's, on the whole instance.
+    exact_gap=True also solves the whole instance: details["pop"] gains exact_objective,
+    exact_seconds and gap (relative, >= 0 when POP is worse), and `bound` becomes the exact
+    solve's bound.
     """
     chosen, fixed = resolve(policy) if isinstance(policy, str) else (policy, {})
+    if partitions is not None:
+        chosen = Partitioned(chosen, partitions, executor, partition_method, partition_seed,
+                             previous_parts, exact_gap)
     options = chosen.parse_options({**fixed, **policy_options})
     settings = SolveOptions(time_limit=time_limit, mip_gap=mip_gap, threads=threads,
                             verbose=verbose)
@@ -68,39 +71,9 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
     else:
         problem = ThroughputProblem.from_instance(as_instance(instance))
     chosen.check_instance(problem)
-    if partitions is None:
-        outcome = chosen.solve(problem, options, session)
-    elif getattr(chosen, "reads_instance", False):
-        if not chosen.partitions_itself:
-            raise PolicyError(f"POP (partitions) works with throughput-matrix policies and "
-                              f"allox; {chosen.name} is neither")
-        if executor != "serial":
-            raise PolicyError(f"{chosen.name}'s POP parts run serially (executor 'serial')")
-        outcome = chosen.run(problem.instance, session.name, session.settings, **options,
-                             partitions=partitions, partition_seed=partition_seed)
-    else:
-        from schedopt.policies.pop import solve_pop
-
-        outcome = solve_pop(problem, chosen.name, partitions, session.name, session.settings,
-                            options, executor=executor, seed=partition_seed,
-                            method=partition_method, previous=previous_parts,
-                            evaluate=chosen.evaluate)
-    if partitions is not None and exact_gap and outcome.objective is not None:
-        _add_exact_gap(outcome, lambda: chosen.solve(problem, options, session))
+    outcome = chosen.solve(problem, options, session)
     return Result(policy=chosen.name, status=outcome.status, objective=outcome.objective,
                   bound=outcome.bound, solver=outcome.solver, solve_seconds=outcome.solve_seconds,
                   job_ids=problem.job_ids, gpu_types=problem.gpu_types, X=outcome.allocation,
                   throughput=problem.throughput, details=outcome.details)
 
-
-def _add_exact_gap(outcome, run_exact) -> None:
-    """Solve exactly too: exact_objective, exact_seconds and gap in details["pop"]; the exact
-    solve's bound becomes the outcome's."""
-    start = time.perf_counter()
-    exact = run_exact()
-    report = outcome.details["pop"]
-    report["exact_seconds"] = time.perf_counter() - start
-    report["exact_objective"] = exact.objective
-    if exact.objective is not None:
-        report["gap"] = abs(outcome.objective - exact.objective) / max(abs(exact.objective), 1e-12)
-    outcome.bound = exact.bound

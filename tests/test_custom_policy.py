@@ -137,17 +137,6 @@ def run(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def _pop_wraps_any_policy() -> bool:
-    try:
-        from schedopt.policies.pop import Partitioned  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.xfail(not _pop_wraps_any_policy(), raises=AttributeError, strict=True,
-                   reason="POP still re-resolves built-in functions by name; Partitioned(policy) "
-                          "wraps any Policy")
 def test_cli_pop_2_runs_the_example_and_reports_its_objective_on_the_whole_instance():
     problem = ThroughputProblem.from_instance(schedopt.load_instance(TINY))
     result = run("solve", TINY, "--policy", EXAMPLE, "--pop", "2", "--json")

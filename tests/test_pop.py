@@ -24,7 +24,7 @@ from schedopt.core.registry import registered, resolve
 # Every built-in policy that needs only the throughput matrix (POP partitions any of them).
 POLICIES = sorted(name for name, entry in registered().items()
                   if entry.builtin and entry.policy.instance_data is None)
-from schedopt.policies.pop import partition_jobs
+from schedopt.policies.partitioned import partition_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -157,15 +157,13 @@ def test_bad_pop_arguments_are_reported():
         solve(p, "max_min_fairness", partitions=2, partition_method="greedy")
     with pytest.raises(PolicyError, match="POP .* chronus is neither"):
         solve(ROOT / "instances" / "chronus-leases.json", "chronus", partitions=2)
-    with pytest.raises(PolicyError, match="allox's POP parts run serially"):
-        solve(ROOT / "instances" / "allox-40.json", "allox", partitions=2, executor="process")
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_allox_by_machines_gives_a_schedule_of_the_whole_cluster(k):
-    from schedopt.policies.allox.matching import (
-        allox_processing_times, pop_assignment, schedule_from_assignment,
-    )
+    from schedopt.policies.allox.matching import allox_assignment, allox_processing_times
+    from schedopt.policies.allox.matching import schedule_from_assignment
+    from schedopt.policies.partitioned import partition_machines
     from schedopt.instance import load_instance
 
     instance = load_instance(ROOT / "instances" / "allox-40.json")
@@ -175,15 +173,31 @@ def test_allox_by_machines_gives_a_schedule_of_the_whole_cluster(k):
     assert len(schedule) == len(instance.jobs)
     # Recompute the total completion time from the machines POP chose, on the whole cluster.
     P, machines = allox_processing_times(instance)
-    machine = pop_assignment(P, np.full(len(machines), instance.now), k)
+    free = np.full(len(machines), instance.now)
+    job_part, machine_part = partition_machines(P, k)
+    machine = np.empty(len(instance.jobs), dtype=int)
+    for q in range(k):  # each part matched alone on its own machines
+        rows, cols = np.flatnonzero(job_part == q), np.flatnonzero(machine_part == q)
+        machine[rows] = cols[allox_assignment(P[np.ix_(rows, cols)], free[cols])[0]]
     arrival = np.array([j.arrival_time for j in instance.jobs])
-    total = schedule_from_assignment(P, np.full(len(machines), instance.now), arrival, machine)
+    total = schedule_from_assignment(P, free, arrival, machine)
     assert result.objective == pytest.approx(total.total_completion, rel=1e-12)
     assert [schedule[j]["machine"] for j in instance.job_ids] == [machines[m] for m in machine]
     assert result.objective >= exact * (1 - 1e-12)
     assert result.details["pop"]["gap"] == pytest.approx(result.objective / exact - 1, abs=1e-12)
     if k == 1:
         assert result.objective == pytest.approx(exact, rel=1e-12)
+
+
+def test_allox_parts_run_in_worker_processes_with_the_serial_answer():
+    # POP by machines used to run its parts serially only; the parts now go to any executor.
+    path = ROOT / "instances" / "allox-40.json"
+    serial = solve(path, "allox", partitions=3)
+    parallel = solve(path, "allox", partitions=3, executor="process")
+    assert parallel.details["pop"]["executor"] == "process"
+    assert parallel.details["schedule"] == serial.details["schedule"]
+    assert parallel.details["queues"] == serial.details["queues"]
+    assert parallel.objective == serial.objective and parallel.status is Status.FEASIBLE
 
 
 def test_cli_pop_with_gap_as_table_and_json():

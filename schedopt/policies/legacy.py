@@ -18,10 +18,10 @@ _DECISIONS = {"allox": DecisionKind.QUEUES, "chronus": DecisionKind.LEASES,
 
 class LegacyPolicy(Policy):
     """A policy still written as a bare function (being ported to its own Policy class):
-    `run(problem or instance, solver name, SolveOptions, **options) -> Outcome`."""
+    `run(problem, solver name, SolveOptions, **options) -> Outcome`."""
 
     def __init__(self, name: str, summary: str, objective: str, run: Callable[..., Outcome],
-                 defaults: dict | None = None, solver: str = "highs", reads_instance: bool = False,
+                 defaults: dict | None = None, solver: str = "highs",
                  evaluate: Callable[..., float] | None = None):
         self.name = name
         self.summary = summary
@@ -29,8 +29,6 @@ class LegacyPolicy(Policy):
         self.run = run
         self.defaults = dict(defaults or {})
         self.default_solver = solver
-        self.reads_instance = reads_instance
-        self.instance_data = "machines, leases or parameter servers" if reads_instance else None
         self.evaluate = evaluate
         self.decision = _DECISIONS.get(name.split("_")[0], DecisionKind.ALLOCATION)
 
@@ -40,10 +38,6 @@ class LegacyPolicy(Policy):
         return tuple(p for p in params if p not in ("problem", "instance", "solver", "options")
                      and p not in _POP_PARAMETERS)
 
-    @property
-    def partitions_itself(self) -> bool:
-        return "partitions" in inspect.signature(self.run).parameters
-
     def parse_options(self, values: dict) -> dict:
         unknown = set(values) - set(self.option_names)
         if unknown:
@@ -52,8 +46,7 @@ class LegacyPolicy(Policy):
         return dict(values)
 
     def solve(self, problem, options, solver) -> Outcome:
-        data = problem.instance if self.reads_instance else problem
-        return self.run(data, solver.name, solver.settings, **options)
+        return self.run(problem, solver.name, solver.settings, **options)
 
     def objective(self, problem, allocation, options):
         return None if self.evaluate is None else self.evaluate(problem, allocation, **options)

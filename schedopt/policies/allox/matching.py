@@ -323,33 +323,3 @@ def fairness_filter(users: np.ndarray, share: np.ndarray, alpha: float) -> np.nd
     keep = math.ceil(round(alpha * distinct.size, 9))
     chosen = np.argsort(user_share, kind="stable")[:keep]  # distinct is sorted: ties by name
     return np.isin(which, chosen)
-
-
-def pop_assignment(processing: np.ndarray, free_at: np.ndarray, k: int, seed: int = 0,
-                   method: str = "auto") -> np.ndarray:
-    """POP for AlloX, by machines: (n,) machine of each job after splitting jobs and machines
-    into k parts and matching each part alone (their machines are disjoint, so the union is a
-    schedule of the whole cluster). Machines with identical processing columns (a GPU type, the
-    CPU machines) are dealt round-robin, so every part gets its share of each kind; jobs are
-    sorted by their fastest time (ties at random, seeded) and dealt round-robin."""
-    P, A, _ = validated(processing, free_at, np.zeros(processing.shape[0]))
-    n, K = P.shape
-    if isinstance(k, bool) or int(k) != k or not 1 <= k <= K:
-        raise PolicyError(f"partitions must be an integer in 1..{K} (the machines), got {k!r}")
-    _, kind = np.unique(np.where(np.isfinite(P), P, -1.0), axis=1, return_inverse=True)
-    machine_part = np.empty(K, dtype=np.int64)
-    machine_part[np.lexsort((np.arange(K), kind.ravel()))] = np.arange(K) % k
-    rng = np.random.default_rng(seed)
-    job_part = np.empty(n, dtype=np.int64)
-    job_part[np.lexsort((rng.random(n), P.min(axis=1)))] = np.arange(n) % k
-    machine = np.empty(n, dtype=np.int64)
-    for q in range(k):
-        rows, cols = np.flatnonzero(job_part == q), np.flatnonzero(machine_part == q)
-        sub = P[np.ix_(rows, cols)]
-        stuck = rows[~np.isfinite(sub).any(axis=1)]
-        if stuck.size:
-            raise PolicyError(f"with {k} parts, job(s) {', '.join(map(str, stuck[:5]))} have no "
-                              f"machine they can run on in their part; use fewer parts")
-        if rows.size:
-            machine[rows] = cols[allox_assignment(sub, A[cols], method)[0]]
-    return machine

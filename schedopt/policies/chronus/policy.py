@@ -122,9 +122,6 @@ class Chronus(Policy):
     needs = Capability.MILP
     default_solver = DEFAULT_SOLVER
     instance_data = "machines, leases or parameter servers"
-    # api.solve: POP partitions are refused for this instance-reading policy.
-    reads_instance = True
-    partitions_itself = False
 
     def solve(self, problem, options: ChronusOptions, solver) -> Outcome:
         outcome = chronus_policy(problem.instance, solver.name, solver.settings,

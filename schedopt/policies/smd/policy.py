@@ -108,8 +108,6 @@ class _SmdPolicy(Policy):
     needs = Capability.none()
     default_solver = None
     instance_data = "machines, leases or parameter servers"
-    reads_instance = True  # api.solve: POP partitions are refused
-    partitions_itself = False
     run = None
 
     def solve(self, problem, options, solver) -> Outcome:

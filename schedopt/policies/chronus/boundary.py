@@ -122,6 +122,8 @@ class LeaseInstance:
         return out
 
 
+DEFAULT_LEASE_SECONDS = 1200.0
+DEFAULT_FINE_LEASES = 96
 DEFAULT_HORIZON_SECONDS = 115_200.0  # 32 h: 96 leases of 20 min, Chronus's artifact window
 DEFAULT_SLOTS_PER_DOUBLING = 16
 
@@ -137,7 +139,7 @@ class LeaseSettings:
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
-    horizon_leases: int = 96
+    horizon_leases: int | None = None
     sigma: float | str = "adaptive"
     solver: str = DEFAULT_SOLVER
     time_limit: float | None = 5.0
@@ -155,8 +157,10 @@ class LeaseSettings:
         if not (0 <= self.resume_overhead_s < self.lease_seconds):
             raise PolicyError(f"resume_overhead_s must be in [0, lease_seconds), got "
                               f"{self.resume_overhead_s!r}")
-        if isinstance(self.horizon_leases, bool) or not isinstance(self.horizon_leases, (int, float)) \
-                or int(self.horizon_leases) != self.horizon_leases or self.horizon_leases < 1:
+        if self.horizon_leases is not None and (
+                isinstance(self.horizon_leases, bool)
+                or not isinstance(self.horizon_leases, (int, float))
+                or int(self.horizon_leases) != self.horizon_leases or self.horizon_leases < 1):
             raise PolicyError(f"horizon_leases must be an integer >= 1, got {self.horizon_leases!r}")
         if self.sigma != "adaptive" and self.sigma not in (1, -1):
             raise PolicyError(f"sigma must be 1, -1 or 'adaptive', got {self.sigma!r}")
@@ -172,11 +176,20 @@ class LeaseSettings:
             raise PolicyError(f"slots_per_doubling must be an integer >= 1, got {rho!r}")
 
     @property
-    def window_leases(self) -> int:
-        """Leases the planning window spans (at least horizon_leases)."""
-        if self.horizon_seconds is None:
+    def fine_leases(self) -> int:
+        """Leases planned one by one: horizon_leases, or when None 96 x lease_seconds / 1,200 s
+        within [2 x slots_per_doubling, 96] (96 at 20-min leases, the whole default window)."""
+        if self.horizon_leases is not None:
             return int(self.horizon_leases)
-        return max(int(self.horizon_leases),
+        auto = int(np.ceil(DEFAULT_FINE_LEASES * self.lease_seconds / DEFAULT_LEASE_SECONDS - 1e-9))
+        return min(DEFAULT_FINE_LEASES, max(2 * int(self.slots_per_doubling), auto))
+
+    @property
+    def window_leases(self) -> int:
+        """Leases the planning window spans (at least fine_leases)."""
+        if self.horizon_seconds is None:
+            return self.fine_leases
+        return max(self.fine_leases,
                    int(np.floor(self.horizon_seconds / self.lease_seconds + 1e-9)))
 
     @property
@@ -245,7 +258,7 @@ def lease_grid(now: float, settings: LeaseSettings) -> np.ndarray:
     """(H,) widths (leases) of the planning window's slots from `now` (docs/formulations.md,
     Chronus: the window in time).
 
-    The first horizon_leases slots are single leases. Farther, at distance d leases from now,
+    The first `fine_leases` slots are single leases. Farther, at distance d leases from now,
     a slot is the widest aligned block [p, p + w) of absolute lease numbers (p a multiple of
     w, w a power of two) with w <= W(d) = largest power of two <= max(1, d /
     slots_per_doubling): about slots_per_doubling slots per doubling of the distance. W grows
@@ -253,7 +266,7 @@ def lease_grid(now: float, settings: LeaseSettings) -> np.ndarray:
     both cover: a plan stays a plan as time advances. The last slot may end past the window.
     """
     first = int(np.floor(now / settings.lease_seconds + 1e-9))
-    return _grid(first, int(settings.horizon_leases), settings.window_leases,
+    return _grid(first, settings.fine_leases, settings.window_leases,
                  int(settings.slots_per_doubling))
 
 
@@ -278,6 +291,14 @@ def slot_free(free: np.ndarray, width: np.ndarray) -> np.ndarray:
     return np.minimum.reduceat(free[:need], start)
 
 
+def slot_gain(width: np.ndarray, settings: LeaseSettings) -> np.ndarray:
+    """(H,) leases of work a job surely gets from holding each slot: a slot of w leases runs
+    w x lease_seconds and pays the resume overhead at most once, so it gives
+    floor((w L - o) / (L - o)) >= w leases' worth of `leases_needed` (w for one lease)."""
+    L, o = settings.lease_seconds, settings.resume_overhead_s
+    return np.floor((width * L - o) / (L - o) + 1e-9).astype(np.int64)
+
+
 def leases_needed(remaining_s: np.ndarray, settings: LeaseSettings) -> np.ndarray:
     """(n,) leases each job needs, at least 1 (see the module docstring)."""
     return np.maximum(np.ceil(remaining_s / settings.useful_seconds - 1e-9), 1).astype(np.int64)
@@ -299,22 +320,58 @@ def _leases_within(horizon: np.ndarray, width: np.ndarray) -> np.ndarray:
     return end[np.clip(horizon, 0, width.size)]
 
 
-def _reachable(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
-    """(K,) options whose horizon still holds the job's leases."""
-    need = leases_needed(jobs.remaining_s, settings)
+def plan_inputs(jobs: LeaseJobs, now: float,
+                settings: LeaseSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(need (n,) leases of work each job is planned with, horizon (K,) slots, reachable (K,)
+    options the plan may choose), in the units of `slot_gain`.
+
+    An option is reachable when the slots before its deadline give the job's `leases_needed`.
+    A job none of whose options is reachable so, but that could still meet one by running
+    every lease from now (horizon x lease_seconds >= remaining + one resume overhead), is
+    *tight*: it keeps only its loosest such option, and its need becomes every slot of that
+    option (it runs without a break, so it pays the overhead at most once). Without tight jobs
+    a job that is running, and will finish in time if it keeps running, would look hopeless
+    whenever leases are not much longer than the overhead.
+    """
+    width = lease_grid(now, settings)
+    gain = np.concatenate(([0], np.cumsum(slot_gain(width, settings))))
+    leases = np.concatenate(([0], np.cumsum(width)))
     horizon = option_horizons(jobs, now, settings)
-    return (horizon >= 1) & (_leases_within(horizon, lease_grid(now, settings))
-                             >= need[jobs.option_job])
+    h = np.clip(horizon, 0, width.size)
+    need = leases_needed(jobs.remaining_s, settings)
+    reachable = (horizon >= 1) & (gain[h] >= need[jobs.option_job])
+    n = jobs.num_jobs
+    has = np.bincount(jobs.option_job[reachable], minlength=n) > 0
+    run_through = (horizon >= 1) & (leases[h] * settings.lease_seconds
+                                    >= jobs.remaining_s[jobs.option_job]
+                                    + settings.resume_overhead_s - 1e-9)
+    tight = run_through & ~has[jobs.option_job]
+    if tight.any():
+        k = np.flatnonzero(tight)
+        # Per tight job its loosest option (largest horizon; ties: larger value, earlier).
+        k = k[np.lexsort((k, -jobs.option_value[k], -horizon[k], jobs.option_job[k]))]
+        first = np.ones(k.size, dtype=bool)
+        first[1:] = jobs.option_job[k[1:]] != jobs.option_job[k[:-1]]
+        k = k[first]
+        reachable[k] = True
+        need = need.copy()
+        need[jobs.option_job[k]] = gain[h[k]]
+    return need, horizon, reachable
+
+
+def _reachable(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
+    """(K,) options the plan may choose (`plan_inputs`)."""
+    return plan_inputs(jobs, now, settings)[2]
 
 
 def _job_set(jobs: LeaseJobs, members: np.ndarray, now: float, settings: LeaseSettings,
+             need: np.ndarray, horizon: np.ndarray,
              reachable: np.ndarray) -> tuple[JobSet, np.ndarray]:
     """(the `members` jobs with their reachable options as a JobSet, their indices)."""
     idx = np.flatnonzero(members)
     new_index, opt = jobs.options_of(idx, among=reachable)
-    return JobSet(jobs.gpus[idx], leases_needed(jobs.remaining_s[idx], settings),
-                  new_index[jobs.option_job[opt]], jobs.option_value[opt],
-                  option_horizons(jobs, now, settings)[opt]), idx
+    return JobSet(jobs.gpus[idx], need[idx], new_index[jobs.option_job[opt]],
+                  jobs.option_value[opt], horizon[opt]), idx
 
 
 def demote_hopeless(jobs: LeaseJobs, admitted: np.ndarray, now: float,
@@ -350,17 +407,16 @@ def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
     new ones). Best-effort arrivals and jobs with no reachable option are not admitted."""
     admitted = admitted.copy()
     reserved = dict(reserved)
-    reachable = _reachable(jobs, now, settings)
-    horizons = option_horizons(jobs, now, settings)
+    need, horizons, reachable = plan_inputs(jobs, now, settings)
     width = lease_grid(now, settings)
+    gain = slot_gain(width, settings)
     free = free_gpus(jobs, reserved, capacity, settings, now)
-    need = leases_needed(jobs.remaining_s, settings)
     for j in arriving:
         mine = reachable & (jobs.option_job == j)
         if not mine.any():
             continue
         new = NewJob.from_values(jobs.gpus[j], need[j], jobs.option_value[mine], horizons[mine])
-        decision = admit(new, JobSet.empty(), slot_free(free, width), width)
+        decision = admit(new, JobSet.empty(), slot_free(free, width), gain)
         if decision.admitted:
             admitted[j] = True
             reserved[int(j)] = slot_leases(width, decision.leases[decision.new_index])
@@ -388,7 +444,7 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
                   settings: LeaseSettings) -> BoundaryDecision:
     """The lease MILP over admitted jobs and reachable SLO jobs, then shortest-remaining-service
     fill of the GPUs it leaves free in lease 0 (module docstring)."""
-    reachable = _reachable(jobs, now, settings)
+    need, horizon, reachable = plan_inputs(jobs, now, settings)
     has_option = np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0
     planned_mask = has_option | admitted
     planned = np.flatnonzero(planned_mask)
@@ -398,12 +454,13 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     running = np.zeros(jobs.num_jobs, dtype=bool)
     plan = None
     if planned.size:
-        job_set, _ = _job_set(jobs, planned_mask, now, settings, reachable)
+        job_set, _ = _job_set(jobs, planned_mask, now, settings, need, horizon, reachable)
         width = lease_grid(now, settings)
         problem = LeaseProblem.from_arrays(
             job_set.gpus, job_set.leases_needed, job_set.option_job, job_set.option_value,
             job_set.option_horizon, np.full(width.size, capacity),
-            sigma=sigma, admitted=admitted[planned] & has_option[planned], width=width)
+            sigma=sigma, admitted=admitted[planned] & has_option[planned],
+            width=slot_gain(width, settings))
         plan = solve_lease_problem(problem, solver=settings.solver,
                                    time_limit=settings.time_limit)
         holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],
@@ -416,7 +473,7 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     running[fill_in_order(jobs.gpus, order, free)] = True
     unplaced = planned[list(plan.unplaced)] if plan is not None else np.zeros(0, dtype=np.int64)
     reserved = {} if plan is None else {
-        int(planned[i]): slot_leases(problem.width, slots)
+        int(planned[i]): slot_leases(width, slots)
         for i, slots in _latest_reservations(problem, plan, admitted[planned]).items()}
     return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved)
 

@@ -36,7 +36,7 @@ DEFAULT_TIME_LIMIT = 5.0  # seconds per lease MILP, as in Chronus's artifact
 
 def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
                    lease_seconds: float = 1200.0, resume_overhead_s: float = 30.0,
-                   horizon_leases: int = 96, sigma: float | str = "adaptive",
+                   horizon_leases: int | None = None, sigma: float | str = "adaptive",
                    gpu_type: str | None = None, round_up: bool = True,
                    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS,
                    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING) -> Outcome:
@@ -91,7 +91,8 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
 @dataclasses.dataclass(frozen=True)
 class ChronusOptions:
     """lease_seconds, resume_overhead_s: seconds; horizon_leases: leases planned one by one
-    from now (full resolution); horizon_seconds: the planning window in seconds (default 32 h;
+    from now (full resolution; None: 96 at 20-min leases, fewer for shorter ones, see
+    `LeaseSettings.fine_leases`); horizon_seconds: the planning window in seconds (default 32 h;
     None: exactly horizon_leases leases, the window before it was set in time), past the first
     horizon_leases leases planned in slots of 2, 4, 8... leases; slots_per_doubling: slots of
     one width before the width doubles; sigma: weight of the GPUs of SLO jobs in the next
@@ -100,7 +101,7 @@ class ChronusOptions:
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
-    horizon_leases: int = 96
+    horizon_leases: int | None = None
     sigma: float | str = "adaptive"
     gpu_type: str | None = None
     round_up: bool = True

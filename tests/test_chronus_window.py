@@ -1,0 +1,240 @@
+"""Chronus's planning window in time: single leases near now, aligned coarser slots farther
+(`lease_grid`), slots that pay the resume overhead once (`slot_gain`), the lease MILP over
+slots against brute force, and short leases that plan over deadlines far beyond 96 leases."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedopt.backends import Status
+from schedopt.errors import PolicyError
+from schedopt.instance import parse_instance
+from schedopt.policies.chronus.boundary import (
+    LeaseJobs,
+    LeaseSettings,
+    admit_arrivals,
+    lease_grid,
+    plan_boundary,
+    plan_inputs,
+    slot_gain,
+    slot_leases,
+)
+from schedopt.policies.chronus.lease_milp import LeaseProblem, latest_fit_greedy, solve_lease_problem
+
+
+def test_default_window_at_20_minute_leases_is_the_96_single_leases_of_before():
+    s = LeaseSettings()
+    assert s.fine_leases == 96 and s.window_leases == 96
+    assert lease_grid(0.0, s).tolist() == [1] * 96
+    assert lease_grid(37 * 1200.0, s).tolist() == [1] * 96
+
+
+def test_grid_at_60_s_leases_covers_32_hours_in_few_slots():
+    s = LeaseSettings(lease_seconds=60.0)
+    width = lease_grid(0.0, s)
+    assert s.fine_leases == 32  # 96 x 60 / 1200 = 4.8, raised to 2 x slots_per_doubling
+    assert width[:32].tolist() == [1] * 32
+    assert width.sum() >= 32 * 60  # 32 h of 60 s leases
+    assert width.size < 140
+    # From distance d = 32 on, widths are the largest power of two <= d / 16: 2 up to 64...
+    start = np.concatenate(([0], np.cumsum(width)[:-1]))
+    assert width[(start >= 32) & (start < 64)].tolist() == [2] * 16
+    assert set(width[(start >= 64) & (start < 128)].tolist()) == {4}
+
+
+def test_slot_gain_pays_the_overhead_once_per_slot():
+    s = LeaseSettings(lease_seconds=60.0, resume_overhead_s=30.0)
+    # A lease gives 30 s of progress (the unit of leases_needed); 2 leases held together give
+    # 120 - 30 = 90 s = 3 units, 4 give 210 s = 7, 8 give 450 s = 15.
+    assert slot_gain(np.array([1, 2, 4, 8]), s).tolist() == [1, 3, 7, 15]
+    assert slot_gain(np.array([1, 2]), LeaseSettings()).tolist() == [1, 2]  # 2370 // 1170
+
+
+def test_settings_reject_bad_window_values():
+    with pytest.raises(PolicyError, match="horizon_seconds"):
+        LeaseSettings(horizon_seconds=-5.0)
+    with pytest.raises(PolicyError, match="slots_per_doubling"):
+        LeaseSettings(slots_per_doubling=0)
+    assert LeaseSettings(lease_seconds=60.0, horizon_seconds=None).window_leases == 32
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 4), st.integers(1, 120), st.integers(0, 300))
+def test_grid_is_aligned_and_the_next_boundary_refines_it(fine, rho, extra, first):
+    s = LeaseSettings(lease_seconds=1.0, resume_overhead_s=0.0, horizon_leases=fine,
+                      horizon_seconds=float(fine + extra), slots_per_doubling=rho)
+    now = lease_grid(float(first), s)
+    later = lease_grid(float(first + 1), s)
+    assert now[:fine].tolist() == [1] * fine
+    for width in (now, later):
+        assert np.all(width & (width - 1) == 0)  # powers of two
+    start = first + np.concatenate(([0], np.cumsum(now)[:-1]))
+    assert np.all(start % now == 0)  # aligned on absolute lease numbers
+    assert now.sum() >= fine + extra
+    # Every slot of the next grid inside this grid's span lies within one slot of this grid.
+    end = start + now
+    start2 = first + 1 + np.concatenate(([0], np.cumsum(later)[:-1]))
+    end2 = start2 + later
+    inside = end2 <= end[-1]
+    owner = np.searchsorted(end, start2[inside], side="right")
+    assert np.all(end2[inside] <= end[owner])
+
+
+def brute_force(problem: LeaseProblem) -> float | None:
+    """Best objective over every choice of (option or none, set of slots before its horizon
+    giving at least the job's leases) per job, respecting capacity; None if infeasible."""
+    choices = []
+    for j in range(problem.num_jobs):
+        mine = [(-1, ())] if not problem.admitted[j] else []
+        for k in np.flatnonzero(problem.option_job == j):
+            slots = range(min(int(problem.option_horizon[k]), problem.num_leases))
+            for r in range(1, len(slots) + 1):
+                for held in itertools.combinations(slots, r):
+                    if problem.width[list(held)].sum() >= problem.leases_needed[j]:
+                        mine.append((int(k), held))
+        choices.append(mine)
+    best = None
+    scale = max(int(problem.capacity.max()), 1)
+    for plan in itertools.product(*choices):
+        used = np.zeros(problem.num_leases, dtype=np.int64)
+        for j, (_, held) in enumerate(plan):
+            used[list(held)] += problem.gpus[j]
+        if np.any(used > problem.capacity):
+            continue
+        value = sum(problem.option_value[k] for k, _ in plan if k >= 0)
+        value += problem.sigma * sum(problem.gpus[j] for j, (_, held) in enumerate(plan)
+                                     if 0 in held) / scale
+        best = value if best is None else max(best, value)
+    return best
+
+
+@st.composite
+def coarse_problems(draw):
+    H = draw(st.integers(2, 4))
+    width = np.array([1] + draw(st.lists(st.sampled_from([1, 2, 3, 4]), min_size=H - 1,
+                                         max_size=H - 1)))
+    n = draw(st.integers(1, 3))
+    gpus = draw(st.lists(st.sampled_from([1, 2, 4]), min_size=n, max_size=n))
+    need = draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
+    option_job, value, horizon = [], [], []
+    for j in range(n):
+        for _ in range(draw(st.integers(1, 2))):
+            option_job.append(j)
+            value.append(draw(st.sampled_from([1.0, 2.0, 3.5])))
+            horizon.append(draw(st.integers(1, H)))
+    capacity = draw(st.lists(st.sampled_from([2, 4, 5]), min_size=H, max_size=H))
+    admitted = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    candidate = LeaseProblem.from_arrays(gpus, need, option_job, value, horizon, capacity,
+                                         sigma=draw(st.sampled_from([1.0, -1.0])),
+                                         admitted=np.zeros(n, dtype=bool), width=width)
+    # Keep only admitted jobs the latest-fit greedy can place (admission's invariant).
+    placed = latest_fit_greedy(candidate)[0] >= 0
+    return LeaseProblem.from_arrays(gpus, need, option_job, value, horizon, capacity,
+                                    sigma=candidate.sigma,
+                                    admitted=np.array(admitted) & placed, width=width)
+
+
+@settings(max_examples=80, deadline=None)
+@given(coarse_problems())
+def test_lease_milp_over_coarse_slots_matches_brute_force(problem):
+    plan = solve_lease_problem(problem, solver="scip", time_limit=None)
+    expected = brute_force(problem)
+    assert expected is not None
+    assert plan.status is Status.OPTIMAL
+    assert plan.objective == pytest.approx(expected, abs=1e-6)
+    used = np.zeros(problem.num_leases, dtype=np.int64)
+    for j, held in plan.leases.items():
+        k = plan.chosen[j]
+        assert all(t < problem.option_horizon[k] for t in held)
+        assert problem.width[list(held)].sum() >= problem.leases_needed[j]
+        used[list(held)] += problem.gpus[j]
+    assert np.all(used <= problem.capacity)
+    assert np.all(plan.chosen[problem.admitted] >= 0)
+
+
+def long_jobs(L: float = 60.0) -> LeaseJobs:
+    """Three 4-GPU jobs of 2 h, deadlines 3 h, 3.5 h and 30 min after now (the last one
+    hopeless), on 8 GPUs."""
+    return LeaseJobs(np.array([4, 4, 4]), np.array([7200.0, 7200.0, 7200.0]),
+                     np.array([0, 1, 2]), np.array([10_800.0, 12_600.0, 1800.0]), np.ones(3))
+
+
+def test_short_leases_admit_jobs_whose_deadlines_lie_beyond_96_leases():
+    jobs = long_jobs()
+    old = LeaseSettings(lease_seconds=60.0, horizon_leases=96, horizon_seconds=None)
+    admitted, _ = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8, 0.0, old)
+    assert not admitted.any()  # the 96-lease window of before: "no reachable option"
+    new = LeaseSettings(lease_seconds=60.0)
+    admitted, reserved = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8,
+                                        0.0, new)
+    assert admitted.tolist() == [True, True, False]
+    for j, deadline_leases in ((0, 180), (1, 210)):
+        held = reserved[j]
+        assert max(held) >= 96 and max(held) < deadline_leases
+        # Enough running time: 60 s per lease, 30 s lost at each start of a run of leases.
+        runs = 1 + int(np.count_nonzero(np.diff(held) > 1))
+        assert len(held) * 60.0 - 30.0 * runs >= 7200.0
+    used = np.zeros(300, dtype=np.int64)
+    for j, held in reserved.items():
+        used[list(held)] += 4
+    assert used.max() <= 8
+    decision = plan_boundary(jobs, admitted, 8, 0.0, new)
+    assert decision.unplaced.size == 0 and set(decision.reserved) == {0, 1}
+
+
+def test_a_running_job_is_not_written_off_near_its_deadline():
+    # 20 min of work, deadline in 25 min, 60 s leases with 30 s overhead: lease by lease it
+    # would need 40 leases, but running through it needs 21 and 25 remain.
+    s = LeaseSettings(lease_seconds=60.0)
+    jobs = LeaseJobs(np.array([8]), np.array([1200.0]), np.array([0]), np.array([1500.0]),
+                     np.ones(1))
+    need, horizon, reachable = plan_inputs(jobs, 0.0, s)
+    assert reachable.tolist() == [True]
+    assert horizon.tolist() == [25] and need.tolist() == [25]  # every lease up to the deadline
+    decision = plan_boundary(jobs, np.array([True]), 8, 0.0, s)
+    assert decision.running.tolist() == [True]
+    assert decision.reserved[0] == tuple(range(25))
+
+
+def test_slot_leases_expands_slots_to_lease_offsets():
+    width = np.array([1, 1, 2, 4])
+    assert slot_leases(width, [0, 2, 3]) == (0, 2, 3, 4, 5, 6, 7)
+    assert slot_leases(width, []) == ()
+
+
+def simulate(trace, scheduler, lease_seconds):
+    from schedopt.simulation.lease_sim import LeaseSimulationConfig, simulate_leases
+
+    config = LeaseSimulationConfig(LeaseSettings(lease_seconds=lease_seconds,
+                                                 resume_overhead_s=30.0, time_limit=2.0))
+    return simulate_leases(trace, scheduler, config)
+
+
+def burst_trace():
+    """8 GPUs; six 4-GPU jobs of 1.5-2.5 h arriving within 10 min, deadlines 1.5x their
+    duration (2.25-3.75 h: beyond 96 leases of 60 s), and two best-effort jobs."""
+    runs = [5400, 7200, 9000, 6300, 8100, 5400]
+    jobs = [{"id": f"s{i}", "scale_factor": 4, "total_steps": r, "throughput": {"gpu": 1.0},
+             "arrival_time": 120.0 * i, "deadline": 1.5 * r} for i, r in enumerate(runs)]
+    jobs += [{"id": f"b{i}", "scale_factor": 2, "total_steps": 3000, "throughput": {"gpu": 1.0},
+              "arrival_time": 60.0 * i} for i in range(2)]
+    return parse_instance({"format": "schedopt-instance/1",
+                           "cluster": {"gpu_types": {"gpu": {"count": 8, "gpus_per_node": 8}}},
+                           "jobs": jobs})
+
+
+def test_chronus_at_60_s_leases_admits_far_deadlines_and_admitted_jobs_never_miss():
+    trace = burst_trace()
+    chronus = simulate(trace, "chronus", 60.0).jobs
+    slo = chronus[chronus["slo"]]
+    ever = slo[slo["admitted"] | slo["demoted"]]
+    assert len(ever) >= 2
+    assert (ever["deadline_s"] > 96 * 60).all()
+    assert ever["met_deadline"].all()
+    edf = simulate(trace, "edf", 60.0).jobs
+    assert slo["met_deadline"].sum() >= edf[edf["slo"]]["met_deadline"].sum()

@@ -5,7 +5,7 @@ The instance: 10,000 jobs drawn like Gavel's trace generator over the 83 job typ
 instances/large-2000.json (Gavel's measured throughputs), all arrived, on 1,024 GPUs of each of
 v100/p100/k80. Every row is the best of `--repeats` runs; the process pool is started (and
 warmed by one solve) before timing, as a simulator calling POP every round would have it.
-`random` is POP's reference partitioning, `stratified` ours (schedopt.policies.pop).
+`random` is POP's reference partitioning, `stratified` ours (schedopt.policies.partitioned).
 
     python benchmarks/pop_scaling.py [--jobs 10000] [--repeats 3]
 """

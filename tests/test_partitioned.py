@@ -159,3 +159,13 @@ def test_bad_arguments_are_one_line():
         Partitioned(EqualShares(), 2, executor="threads")
     with pytest.raises(PolicyError, match="unknown partition method"):
         Partitioned(EqualShares(), 2, method="greedy")
+
+
+def test_a_policy_that_cannot_travel_to_workers_is_one_line():
+    class Local(EqualShares):  # defined in a function: not importable by reference
+        name = "local_test"
+
+    problem = random_problem(10, seed=5)
+    with pytest.raises(PolicyError, match="cannot be pickled.*executor 'serial'"):
+        schedopt.solve(problem, Local(), partitions=2, executor="process")
+    assert schedopt.solve(problem, Local(), partitions=2).X is not None  # serial needs no pickle

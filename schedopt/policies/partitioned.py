@@ -54,10 +54,11 @@ import atexit
 import dataclasses
 import os
 import time
+import pickle
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
-import pandas as pd
 
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
@@ -150,7 +151,8 @@ class Partitioned(Policy):
     def _solve_queues(self, problem, options, solver, start) -> Outcome:
         times: MachineTimes = self.policy.machine_times(problem, options)
         job_part, machine_part = partition_machines(times.processing, self.k, self.seed)
-        problem_rows = pd.Index(problem.job_ids).get_indexer(times.job_ids)
+        row_of = {job: m for m, job in enumerate(problem.job_ids)}
+        problem_rows = np.array([row_of[job] for job in times.job_ids], dtype=np.int64)
         parts, sets = [], []
         for q in range(self.k):
             rows, cols = np.flatnonzero(job_part == q), np.flatnonzero(machine_part == q)
@@ -333,6 +335,16 @@ def _close_pools() -> None:
     _POOLS.clear()
 
 
+def _check_picklable(policy: Policy, executor: str) -> None:
+    """PolicyError in one line when `policy` cannot travel to worker processes."""
+    try:
+        pickle.dumps(policy)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        raise PolicyError(f"executor {executor!r} sends the policy to worker processes, and "
+                          f"{policy.name} cannot be pickled ({exc}); define it at module level "
+                          f"or use executor 'serial'") from None
+
+
 def _run_parts(executor: str, policy: Policy, parts: list[ThroughputProblem], options,
                solver: Solver) -> list[Outcome]:
     if executor == "serial":
@@ -346,10 +358,18 @@ def _run_parts(executor: str, policy: Policy, parts: list[ThroughputProblem], op
         settings = dataclasses.replace(settings, threads=threads)
     remote_solver = Solver(solver.name, settings)
     if executor == "process":
+        _check_picklable(policy, executor)
         chunk = -(-len(parts) // workers)  # one round trip per worker
         count = len(parts)
-        return list(_pool(workers).map(_solve_part, [policy] * count, parts, [options] * count,
-                                       [remote_solver] * count, chunksize=chunk))
+        try:
+            return list(_pool(workers).map(_solve_part, [policy] * count, parts,
+                                           [options] * count, [remote_solver] * count,
+                                           chunksize=chunk))
+        except BrokenProcessPool:  # e.g. a worker could not import the policy's module
+            _POOLS.pop(workers).shutdown(cancel_futures=True)
+            raise PolicyError(f"a POP worker process died solving {policy.name}; the policy "
+                              f"must be importable there (defined at module level of a module "
+                              f"or script), else use executor 'serial'") from None
     try:
         import ray
     except ImportError:

@@ -13,6 +13,11 @@ lease t and s_k = 1 when option k is chosen:
          sum_v s_(j,v)     <= 1                per other job
          x_kt, s_k in {0, 1};  x_kt = 0 for t >= D_k (those columns are not created)
 
+Slots (docs/formulations.md §3, the window in time): with `LeaseProblem.width` a_t > 1, t
+indexes slots, x_kt = 1 holds every lease of slot t and gives a_t leases of work; the count row
+is then n_k s_k <= sum_t a_t x_kt <= (n_k + A_k - 1) s_k (A_k: the largest a_t the option can
+use; only options with A_k > 1 get the upper `overfill` row), the equality when every a_t = 1.
+
 sigma = +1 pulls guaranteed work into lease 0 (run early), sigma = -1 pushes it out (run late);
 |sigma term| <= C_0 / max C_t <= 1, so it only breaks ties between equal values in practice.
 Columns: x of option 0 (min(D_0, H) leases), x of option 1, ..., then s_0..s_{K-1}.

@@ -111,7 +111,16 @@ class ChronusOptions:
 
 class Chronus(Policy):
     """Deadline-aware leases on one GPU type (see `chronus_policy`); the decision is a
-    `LeasePlan`, the allocation (M, J) marks the jobs holding GPUs in the next lease."""
+    `LeasePlan`, the allocation (M, J) marks the jobs holding GPUs in the next lease.
+
+    The planning window is set in time (`horizon_seconds`, 32 h by default) at any lease
+    length L (s): the first `horizon_leases` leases are planned one by one, farther ones in
+    aligned slots of w = 2, 4, 8... leases, about `slots_per_doubling` slots per doubling of
+    the distance (w <= distance / slots_per_doubling). A job holding a slot holds its GPUs
+    for all of it and pays the resume overhead o once there, so the slot counts
+    floor((w L - o) / (L - o)) of the leases it needs. At 20-min leases the default window is
+    the 96 single leases of Chronus's artifact. docs/formulations.md §3 has the MILP.
+    """
 
     name = "chronus"
     summary = ("Deadline-aware leases (Chronus): admission control, lease MILP for SLO jobs, "

@@ -23,7 +23,7 @@ from schedopt.instance.model import Instance
 from schedopt.core.registry import resolve
 from schedopt.simulation import SimulationConfig, SimulationResult, simulate
 
-__all__ = ["Comparison", "compare", "load_sweep", "summary_row", "window_jct"]
+__all__ = ["Comparison", "compare", "load_sweep", "run_number", "summary_row", "window_jct"]
 
 
 class Comparison(NamedTuple):
@@ -37,11 +37,16 @@ class Comparison(NamedTuple):
 
 
 def summary_row(summary: dict, gpu_counts: dict[str, int]) -> dict:
-    """A run's `summary` as one flat row: every scalar key as is (seconds), `utilization_<type>`
-    per GPU type, and `utilization`: busy GPU-seconds over (all GPUs x makespan), i.e. the
-    per-type utilizations weighted by `gpu_counts` (GPU type -> GPUs)."""
-    row = {key: value for key, value in summary.items() if key != "utilization"}
-    per_type = summary["utilization"]
+    """A run's `summary` as one flat row: every scalar key as is (seconds); for allocation runs
+    `utilization_<type>` per GPU type and `utilization`: busy GPU-seconds over (all GPUs x
+    makespan), i.e. the per-type utilizations weighted by `gpu_counts` (GPU type -> GPUs).
+    Lease runs keep their scalar utilization (of the pool); queue runs their
+    utilization_gpu / utilization_cpu. Dict-valued keys other than utilization (per-user JCT)
+    are left out."""
+    row = {key: value for key, value in summary.items() if not isinstance(value, dict)}
+    per_type = summary.get("utilization")
+    if not isinstance(per_type, dict):
+        return row
     for gpu_type, value in per_type.items():
         row[f"utilization_{gpu_type}"] = value
     weights = np.array([gpu_counts[t] for t in per_type], dtype=float)
@@ -52,8 +57,9 @@ def summary_row(summary: dict, gpu_counts: dict[str, int]) -> dict:
 
 def compare(trace: Instance, policies: list[str], config: SimulationConfig = SimulationConfig(),
             progress: bool = False) -> Comparison:
-    """Simulate `trace` under each of `policies` (names as `schedopt policies` lists them, or
-    gavel:NAME) with the same `config`; `progress` shows a bar over the simulations."""
+    """Simulate `trace` under each of `policies` (names as `schedopt policies` lists them,
+    gavel:NAME or MODULE:NAME; policies of any decision kind) with the same `config`;
+    `progress` shows a bar over the simulations."""
     _check_policies(policies)
     with simulations_bar(len(policies), progress) as bar:
         return _compare(trace, policies, config, bar)
@@ -117,11 +123,28 @@ def load_sweep(performance: dict, cluster: dict, rates_jobs_per_hour: list[float
                     "jobs_measured": int(jct.size), "average_jct_s": float(jct.mean()),
                     "average_jct_h": float(jct.mean()) / 3600.0,
                     "p90_jct_s": float(np.percentile(jct, 90)),
-                    "makespan_s": float(row["makespan_s"]), "utilization": float(row["utilization"]),
-                    "rho_max": None if pd.isna(row["rho_max"]) else float(row["rho_max"]),
-                    "solve_seconds_mean": float(row["solve_seconds_mean"]),
+                    "makespan_s": float(row["makespan_s"]),
+                    "utilization": run_number(row, "utilization"),
+                    "rho_max": run_number(row, "rho_max"),
+                    "solve_seconds_mean": run_number(row, *SOLVE_SECONDS),
                 })
     return pd.DataFrame(rows)
+
+
+# Where a run's summary keeps the policy's calls and their mean / max seconds, by decision kind
+# (allocations, leases, queues).
+SOLVES = ("policy_solves", "leases", "decisions")
+SOLVE_SECONDS = ("solve_seconds_mean", "decide_seconds_mean")
+SOLVE_SECONDS_MAX = ("solve_seconds_max", "decide_seconds_max")
+
+
+def run_number(row, *keys: str) -> float | None:
+    """The first of `keys` the row has, as a float (None when none has a number)."""
+    for key in keys:
+        value = row.get(key)
+        if value is not None and not pd.isna(value):
+            return float(value)
+    return None
 
 
 def simulations_bar(total: int, enabled: bool) -> tqdm:

@@ -304,10 +304,10 @@ def run(*args):
 
 def test_cli_table_and_json_match_the_python_api():
     expected = simulate_allox(load_instance(ALLOX_40), "drf").summary
-    table = run("allox", ALLOX_40, "--scheduler", "drf")
+    table = run("allox", ALLOX_40, "-p", "drf")
     assert table.exit_code == 0 and "scheduler drf" in table.output
     assert f"{expected['average_jct_s']:.6g}" in table.output and "utilization_cpu" in table.output
-    doc = json.loads(run("allox", ALLOX_40, "--scheduler", "drf", "--json").output)
+    doc = json.loads(run("allox", ALLOX_40, "-p", "drf", "--json").output)
     assert doc["summary"]["average_jct_s"] == pytest.approx(expected["average_jct_s"])
     assert len(doc["jobs"]) == 40 and {"start_s", "machine", "user"} <= set(doc["jobs"][0])
 

@@ -141,7 +141,7 @@ def test_bundled_trace_through_the_cli_as_a_table_and_as_json():
     out = runner.invoke(main, ["leases", str(BUNDLED), "--time-limit", "1"])
     assert out.exit_code == 0, out.output
     assert "SLO miss ratio" in out.output and "chronus" in out.output and "srtf" in out.output
-    out = runner.invoke(main, ["leases", str(BUNDLED), "-s", "edf", "--json"])
+    out = runner.invoke(main, ["leases", str(BUNDLED), "-p", "edf", "--json"])
     doc = json.loads(out.output)
     assert doc["format"] == "schedopt-lease-simulation/1"
     (only,) = doc["results"]

@@ -1,5 +1,5 @@
-"""`schedopt allox`: replay a trace on GPU and CPU machines under online AlloX or a baseline,
-or sweep AlloX's fairness knob alpha."""
+"""`schedopt allox`: `schedopt simulate` for queue policies (online AlloX or a baseline) on GPU
+and CPU machines, or a sweep of AlloX's fairness knob alpha."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ from pathlib import Path
 import click
 
 from schedopt.cli import render
-from schedopt.errors import SchedoptError
+from schedopt.cli.simulate import policy_options
+from schedopt.core.decisions import DecisionKind
+from schedopt.core.registry import resolve
+from schedopt.errors import PolicyError, SchedoptError
 from schedopt.instance import load_instance
-from schedopt.simulation.allox_sim import SCHEDULERS, alpha_sweep, simulate_allox
+from schedopt.simulation import SimulationConfig, simulate
+from schedopt.simulation.allox_sim import RENAMED, SCHEDULERS, alpha_sweep
 
 
 def parse_alphas(text: str) -> list[float]:
@@ -26,29 +30,40 @@ def parse_alphas(text: str) -> list[float]:
     return alphas
 
 
-def _metric_rows(summary: dict) -> list[list[str]]:
-    rows = [["jobs", str(summary["jobs"])]]
-    for key in ("average_jct_s", "p50_jct_s", "p90_jct_s", "p99_jct_s", "makespan_s",
-                "max_user_average_jct_s"):
-        rows.append([key, render.number(summary[key], 6)])
-    rows += [[f"average_jct_s user {user}", f"{value:.6g}"]
-             for user, value in summary["user_average_jct_s"].items()]
-    for key in ("jain_share", "jain_user_jct", "utilization_gpu", "utilization_cpu"):
-        rows.append([key, render.number(summary[key], 4)])
-    rows += [["decisions", str(summary["decisions"])],
-             ["solve_seconds_mean", render.number(summary["solve_seconds_mean"], 3)]]
-    return rows
+def queue_policy_name(policy: str | None, scheduler: str | None) -> str:
+    """The queue policy to run: --policy, or the deprecated --scheduler (whose `fifo` is now
+    `fifo_queue`); one line when it is not a queue policy."""
+    if scheduler is not None:
+        click.echo("warning: --scheduler is deprecated; use --policy (-p)", err=True)
+        name = RENAMED.get(scheduler, scheduler)
+        if name != scheduler:
+            click.echo(f"warning: the AlloX scheduler {scheduler!r} is now the policy {name!r}",
+                       err=True)
+    else:
+        name = policy or "allox"
+    kind = resolve(name)[0].decision
+    if kind != DecisionKind.QUEUES:
+        hint = " (the AlloX queue baseline in arrival order is fifo_queue)" if name == "fifo" else ""
+        raise PolicyError(f"policy {name} decides {kind.value}; `schedopt allox` replays queue "
+                          f"policies ({', '.join(SCHEDULERS)}){hint}")
+    return name
 
 
 @click.command("allox")
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--scheduler", type=click.Choice(SCHEDULERS), default="allox", show_default=True,
-              help="allox: min-cost matching re-solved at each decision; sjf: shortest job first "
-                   "on its faster device; fifo: arrival order, fastest free machine; drf: lowest "
-                   "dominant share first (all non-preemptive).")
-@click.option("--alpha", type=float, default=1.0, show_default=True,
-              help="AlloX's fairness knob in (0, 1]: the share of users (lowest share first) "
-                   "whose jobs enter each matching; 1 = pure average JCT.")
+@click.option("--policy", "-p", default=None, metavar="NAME",
+              help="Queue policy (default allox): allox (min-cost matching re-solved at each "
+                   "decision), sjf (shortest job first on its faster device), fifo_queue "
+                   "(arrival order, fastest free machine), drf (lowest dominant share first); "
+                   "all non-preemptive. Or MODULE:NAME.")
+@click.option("--scheduler", default=None, hidden=True, help="Deprecated: --policy.")
+@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE",
+              help="Policy option, repeatable: alpha, AlloX's fairness knob in (0, 1] (the share "
+                   "of users, lowest share first, whose jobs enter each matching; 1 = pure "
+                   "average JCT).")
+@click.option("--solver", "-s", default=None,
+              help="Solver backend, for policies that call one (default: the policy's own).")
+@click.option("--alpha", type=float, default=None, hidden=True)
 @click.option("--sweep", default=None, metavar="A1,A2,...",
               help="Run allox at each alpha and print average JCT and fairness per alpha.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -56,15 +71,19 @@ def _metric_rows(summary: dict) -> list[list[str]]:
 @click.option("--json", "as_json", is_flag=True, help="Print the result (seconds) as JSON.")
 @click.option("--jobs-csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one row per job (arrival, start, completion, JCT, machine) to CSV.")
-def allox_command(trace, scheduler, alpha, sweep, plot, as_json, jobs_csv):
+def allox_command(trace, policy, scheduler, options, solver, alpha, sweep, plot, as_json,
+                  jobs_csv):
     """Replay TRACE (jobs with arrival times, users, total_steps and GPU throughputs, and
     performance.cpu_time for the CPU machines) on every GPU and CPU machine without preemption,
-    and report JCT (s), fairness and utilization. Times are seconds."""
+    and report JCT (s), fairness and utilization: `schedopt simulate` for queue policies.
+    Times are seconds."""
     if plot is not None and sweep is None:
         raise SchedoptError("--plot draws the alpha sweep: give --sweep too")
-    if not 0.0 < alpha <= 1.0:
+    if alpha is not None and not 0.0 < alpha <= 1.0:
         raise SchedoptError(f"--alpha must be in (0, 1], got {alpha:g}")
     alphas = parse_alphas(sweep) if sweep is not None else None
+    name = queue_policy_name(policy, scheduler)
+    values = policy_options(options, {"--alpha": ("alpha", alpha)})
     if plot is not None:
         from schedopt.plots import require_matplotlib
 
@@ -89,14 +108,16 @@ def allox_command(trace, scheduler, alpha, sweep, plot, as_json, jobs_csv):
         if plot is not None:
             click.echo(f"\nwrote {plot}")
         return
-    result = simulate_allox(instance, scheduler, alpha)
+    result = simulate(instance, name, SimulationConfig(solver=solver, policy_options=values))
+    run_alpha = float(values.get("alpha", 1.0))
     if jobs_csv is not None:
         result.jobs.to_csv(jobs_csv)
     if as_json:
         jobs = json.loads(result.jobs.reset_index().to_json(orient="records"))
-        click.echo(json.dumps({"format": "schedopt-allox-simulation/1", "scheduler": scheduler,
-                               "alpha": alpha, "summary": result.summary, "jobs": jobs}, indent=1))
+        click.echo(json.dumps({"format": "schedopt-allox-simulation/1", "scheduler": name,
+                               "alpha": run_alpha, "summary": result.summary, "jobs": jobs},
+                              indent=1))
         return
-    name = f"allox (alpha={alpha:g})" if scheduler == "allox" else scheduler
-    click.echo(f"trace {trace} ({len(instance.jobs)} jobs), scheduler {name}\n")
-    click.echo(render.table(["metric", "value"], _metric_rows(result.summary)))
+    shown = f"allox (alpha={run_alpha:g})" if name == "allox" else name
+    click.echo(f"trace {trace} ({len(instance.jobs)} jobs), scheduler {shown}\n")
+    click.echo(render.table(["metric", "value"], render.queue_run_rows(result.summary)))

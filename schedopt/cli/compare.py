@@ -15,7 +15,8 @@ from pathlib import Path
 import click
 
 from schedopt.cli import render
-from schedopt.compare import compare, load_sweep, summary_row
+from schedopt.compare import (SOLVE_SECONDS, SOLVE_SECONDS_MAX, SOLVES, compare, load_sweep,
+                              run_number, summary_row)
 from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance
 from schedopt.simulation import SimulationConfig
@@ -26,7 +27,8 @@ DEFAULT_POLICIES = "max_min_fairness,max_min_fairness_agnostic"
 def _policies_option(f):
     return click.option("--policies", "-p", default=DEFAULT_POLICIES, show_default=True,
                         metavar="NAME,NAME,...",
-                        help="Comma-separated policies from `schedopt policies` (or gavel:NAME).")(f)
+                        help="Comma-separated policies from `schedopt policies` (any kind: "
+                             "allocation, lease or queue), gavel:NAME or MODULE:NAME.")(f)
 
 
 def _simulation_options(f):
@@ -158,8 +160,17 @@ def compare_command(trace, policies, mode, round_seconds, solver, as_json, progr
         ["policy", "avg JCT (h)", "p90 JCT (h)", "makespan (h)", "rho max", "utilization",
          "solves", "solve s mean", "solve s max"],
         [[r["policy"], _hours(r["average_jct_s"]), _hours(r["p90_jct_s"]), _hours(r["makespan_s"]),
-          render.number(r["rho_max"], 4), f"{100 * r['utilization']:.1f}%", str(r["policy_solves"]),
-          f"{r['solve_seconds_mean']:.4f}", f"{r['solve_seconds_max']:.4f}"] for r in rows]))
+          render.number(r.get("rho_max"), 4), _percent(run_number(r, "utilization")),
+          _fixed(run_number(r, *SOLVES), 0), _fixed(run_number(r, *SOLVE_SECONDS), 4),
+          _fixed(run_number(r, *SOLVE_SECONDS_MAX), 4)] for r in rows]))
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _fixed(value: float | None, decimals: int) -> str:
+    return "-" if value is None else f"{value:.{decimals}f}"
 
 
 @click.command("sweep", short_help="Average JCT vs arrival rate per policy (synthetic traces).")

@@ -138,3 +138,59 @@ def decision_table(result, kind, max_rows: int) -> str:
     if kind is DecisionKind.PS_CONFIGURATION:
         return parameter_server_table(result, max_rows)
     return allocation_table(result, max_rows)
+
+
+HOUR = 3600.0
+
+# Lease runs: (summary key, label, significant digits), one row each.
+LEASE_METRICS = (("slo_miss_ratio", "SLO miss ratio", 4),
+                 ("value_weighted_miss", "value-weighted miss", 4),
+                 ("best_effort_average_jct_s", "best-effort avg JCT (s)", 6),
+                 ("average_jct_s", "avg JCT (s)", 6), ("makespan_s", "makespan (s)", 6),
+                 ("preemptions", "preemptions", 6), ("admitted", "admitted", 6),
+                 ("utilization", "utilization", 4), ("milp_gap_max", "max MILP gap", 3),
+                 ("decide_seconds_mean", "decide s (mean)", 3))
+
+
+def allocation_run_rows(summary: dict) -> list[list[str]]:
+    """An allocation run's summary: JCT and makespan in hours, fairness, cost, solves,
+    utilization per GPU type."""
+    rows = [["jobs", str(summary["jobs"])]]
+    for key in ("average_jct_s", "p50_jct_s", "p90_jct_s", "p99_jct_s", "makespan_s"):
+        value = summary[key]
+        rows.append([key[:-2] + " (h)", "-" if value is None else f"{value / HOUR:.3f}"])
+    for key in ("rho_min", "rho_median", "rho_max", "deadline_miss_ratio", "cost_dollars",
+                "policy_solves", "solve_seconds_mean", "solve_seconds_max"):
+        rows.append([key, number(summary[key], 4)])
+    rows += [[f"utilization {t}", f"{u:.3f}"] for t, u in summary["utilization"].items()]
+    return rows
+
+
+def lease_run_rows(summaries: list[dict]) -> list[list[str]]:
+    """Lease runs side by side: one row per metric, one column per run."""
+    return [[label, *(number(s[key], digits) for s in summaries)]
+            for key, label, digits in LEASE_METRICS]
+
+
+def queue_run_rows(summary: dict) -> list[list[str]]:
+    """A queue run's summary (seconds): JCT, per-user JCT, Jain's indices, utilization."""
+    rows = [["jobs", str(summary["jobs"])]]
+    for key in ("average_jct_s", "p50_jct_s", "p90_jct_s", "p99_jct_s", "makespan_s",
+                "max_user_average_jct_s"):
+        rows.append([key, number(summary[key], 6)])
+    rows += [[f"average_jct_s user {user}", f"{value:.6g}"]
+             for user, value in summary["user_average_jct_s"].items()]
+    for key in ("jain_share", "jain_user_jct", "utilization_gpu", "utilization_cpu"):
+        rows.append([key, number(summary[key], 4)])
+    rows += [["decisions", str(summary["decisions"])],
+             ["solve_seconds_mean", number(summary["solve_seconds_mean"], 3)]]
+    return rows
+
+
+def simulation_rows(kind: str, summary: dict) -> list[list[str]]:
+    """The metric/value rows of one simulation run of a policy of decision `kind`."""
+    if kind == "leases":
+        return lease_run_rows([summary])
+    if kind == "queues":
+        return queue_run_rows(summary)
+    return allocation_run_rows(summary)

@@ -14,39 +14,66 @@ from schedopt.api import solve
 from schedopt.cli import render
 from schedopt.instance import load_instance
 from schedopt.mechanism.rounds import mechanism_error, run_rounds
+from schedopt.core.registry import resolve
+from schedopt.errors import PolicyError
 from schedopt.simulation import SimulationConfig, simulate
 from schedopt.mechanism.topology import Topology
 
-HOUR = 3600.0
+def policy_options(texts: tuple[str, ...], aliases: dict[str, tuple[str, object]] = {}) -> dict:
+    """The policy options of `-o KEY=VALUE` texts, plus those given through deprecated options:
+    `aliases` {option flag: (policy option, value or None when not given)}; each one given
+    prints one deprecation line on stderr."""
+    from schedopt.cli.main import parse_option
+
+    values = dict(parse_option(text) for text in texts)
+    for flag, (key, value) in aliases.items():
+        if value is not None:
+            click.echo(f"warning: {flag} is deprecated; use -o {key}={value}", err=True)
+            values.setdefault(key, value)
+    return values
 
 
-def _summary_rows(summary: dict) -> list[list[str]]:
-    rows = [["jobs", str(summary["jobs"])]]
-    for key in ("average_jct_s", "p50_jct_s", "p90_jct_s", "p99_jct_s", "makespan_s"):
-        value = summary[key]
-        rows.append([key[:-2] + " (h)", "-" if value is None else f"{value / HOUR:.3f}"])
-    for key in ("rho_min", "rho_median", "rho_max", "deadline_miss_ratio", "cost_dollars",
-                "policy_solves", "solve_seconds_mean", "solve_seconds_max"):
-        rows.append([key, render.number(summary[key], 4)])
-    rows += [[f"utilization {t}", f"{u:.3f}"] for t, u in summary["utilization"].items()]
-    return rows
+def options_for(policy, values: dict) -> dict:
+    """The options in `values` that `policy` (a name or a Policy) takes."""
+    chosen = resolve(policy)[0] if isinstance(policy, str) else policy
+    return {key: value for key, value in values.items() if key in chosen.option_names}
+
+
+def check_taken(policies: list[str], values: dict) -> None:
+    """One line naming the options in `values` that none of `policies` takes."""
+    taken = set().union(*(resolve(p)[0].option_names for p in policies))
+    unknown = sorted(set(values) - taken)
+    if unknown:
+        raise PolicyError(f"no policy among {', '.join(policies)} takes option(s) "
+                          f"{', '.join(unknown)}")
+
+
+def result_document(result, trace: Path, mode: str) -> dict:
+    """A run as the `schedopt-simulation/1` document: policy, mode, kind, summary, jobs."""
+    jobs = json.loads(result.jobs.reset_index().to_json(orient="records"))
+    return {"format": "schedopt-simulation/1", "policy": result.policy, "mode": mode,
+            "kind": result.kind.value, "summary": result.summary, "jobs": jobs}
 
 
 @click.command("simulate")
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--policy", "-p", default="max_min_fairness", show_default=True,
-              help="Policy name from `schedopt policies`, or gavel:NAME.")
+              help="Policy name from `schedopt policies` (allocation, lease or queue policies), "
+                   "gavel:NAME, or MODULE:NAME.")
 @click.option("--mode", type=click.Choice(["default", "gavel"]), default="default", show_default=True,
-              help="'gavel' reproduces the conventions of Gavel's reference simulator (1920 s "
-                   "between re-solves, per-type queues, floored steps; docs/gavel-simulator.md).")
+              help="Allocation policies: 'gavel' reproduces the conventions of Gavel's reference "
+                   "simulator (1920 s between re-solves, per-type queues, floored steps; "
+                   "docs/gavel-simulator.md).")
 @click.option("--round-seconds", type=click.FloatRange(min=1), default=360.0, show_default=True,
-              help="Round length in seconds.")
+              help="Round length in seconds (allocation policies).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of gavel mode's GPU-type shuffle for agnostic policies and of --perf-error.")
 @click.option("--solver", "-s", default=None, help="Solver backend (default: the policy's own).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per solver call (default: none; chronus: 5 per lease MILP).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary and per-job rows as JSON.")
 @click.option("--jobs-csv", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write one row per job (arrival, completion, JCT in seconds, rho, ...) to CSV.")
+              help="Write one row per job (arrival, completion, JCT in seconds, ...) to CSV.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar over completed jobs (default: when stderr is a terminal).")
 @click.option("--pop", "partitions", type=click.IntRange(min=1), default=None, metavar="K",
@@ -57,30 +84,33 @@ def _summary_rows(summary: dict) -> list[list[str]]:
               show_default=True, metavar="E",
               help="The policy sees every throughput times a seeded log-normal factor with mean "
                    "relative error E (0.1 = 10%); jobs still run at the true throughputs.")
-@click.option("--option", "-o", "policy_options", multiple=True, metavar="KEY=VALUE",
-              help="Policy option, repeatable (e.g. -o robust=0.2 for max_min_fairness).")
-def simulate_command(trace, policy, mode, round_seconds, seed, solver, as_json, jobs_csv, progress,
-                     partitions, executor, perf_error, policy_options):
+@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE",
+              help="Policy option, repeatable (e.g. -o robust=0.2 for max_min_fairness, "
+                   "-o lease_seconds=600 for chronus, -o alpha=0.5 for allox).")
+def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limit, as_json,
+                     jobs_csv, progress, partitions, executor, perf_error, options):
     """Replay TRACE (an instance whose jobs have arrival times and total_steps) under a policy
-    and report JCT, makespan, finish-time fairness, deadline misses, utilization and cost."""
+    of any kind and report its run metrics: for allocation policies JCT, makespan, finish-time
+    fairness, deadline misses, utilization and cost; for lease policies SLO misses and
+    preemptions; for queue policies per-user JCT and fairness. Times are seconds (tables:
+    hours for allocation runs)."""
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
-    from schedopt.cli.main import parse_option
-
-    config = make(round_seconds=round_seconds, seed=seed, solver=solver, partitions=partitions,
-                  executor=executor, perf_error=perf_error,
-                  policy_options=dict(parse_option(text) for text in policy_options))
+    config = make(round_seconds=round_seconds, seed=seed, solver=solver, time_limit=time_limit,
+                  partitions=partitions, executor=executor, perf_error=perf_error,
+                  policy_options=policy_options(options))
     show_bar = sys.stderr.isatty() if progress is None else progress
     result = simulate(instance, policy, config, progress=show_bar)
     if jobs_csv is not None:
         result.jobs.to_csv(jobs_csv)
     if as_json:
-        jobs = json.loads(result.jobs.reset_index().to_json(orient="records"))
-        click.echo(json.dumps({"format": "schedopt-simulation/1", "policy": policy, "mode": mode,
-                               "summary": result.summary, "jobs": jobs}, indent=1))
+        document = result_document(result, trace, mode)
+        document["policy"] = policy
+        click.echo(json.dumps(document, indent=1))
         return
     click.echo(f"trace {trace} ({len(instance.jobs)} jobs), policy {policy}, mode {mode}\n")
-    click.echo(render.table(["metric", "value"], _summary_rows(result.summary)))
+    click.echo(render.table(["metric", "value"],
+                            render.simulation_rows(result.kind.value, result.summary)))
 
 
 @click.command("place")

@@ -199,8 +199,14 @@ def test_policies_return_counts_placement_and_completion_times():
                 problem.completion_time(np.array(list(d["workers"].values())),
                                         np.array(list(d["ps"].values())))[i])
         json.dumps(result.to_dict(), allow_nan=False)
-    assert solve(instance, "smd_exact").status.value == "optimal"
-    assert solve(instance, "smd").bound is None
+    exact = solve(instance, "smd_exact")
+    assert exact.status.value == "optimal"
+    heuristic = solve(instance, "smd")
+    # smd's bound is a proven lower bound: never above the exact optimum, and smd says optimal
+    # exactly when its objective reaches it
+    assert heuristic.bound is not None
+    assert heuristic.bound <= exact.objective * (1 + 1e-9)
+    assert (heuristic.status.value == "optimal") == (heuristic.objective <= heuristic.bound * (1 + 1e-9))
 
 
 def test_policy_options_are_checked():
@@ -232,7 +238,8 @@ def test_cli_solve_prints_the_result_document_and_a_table():
     out = runner.invoke(main, ["solve", str(SMALL), "--policy", "smd", "--json"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.output)
-    assert doc["allocation"] is None and doc["status"] == "feasible"
+    assert doc["allocation"] is None
+    assert doc["status"] == ("optimal" if doc["objective"] <= doc["bound"] * (1 + 1e-9) else "feasible")
     assert doc["objective"] == pytest.approx(sum(doc["completion_time_s"].values()))
     assert set(doc["workers"]) == set(doc["ps"]) == set(doc["placement"])
     table = runner.invoke(main, ["solve", str(SMALL), "--policy", "smd_greedy"])

@@ -162,6 +162,8 @@ def _knobbed_document(num_jobs, num_machines, seed, max_workers, max_ps, regime,
         total = cap[:, 0].sum()
         if total < n or total < goal / 1.25:
             up = np.flatnonzero(cap[:, 0] < 8)
+            if up.size == 0:  # every machine at 8 GPUs: as tight as GPUs go
+                break
             cap[rng.choice(up), 0] *= 2
         elif total > goal * 1.25 and (cap[:, 0] > 2).any() and total - 2 >= n:
             down = np.flatnonzero(cap[:, 0] > 2)

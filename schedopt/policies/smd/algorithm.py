@@ -37,13 +37,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedopt.backends import Status
-from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.knapsack import exchange_pass, knapsack_step, resource_prices
+from schedopt.policies.smd.milp import exact_program
+from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
+from schedopt.policies.smd.repair import repair
+from schedopt.policies.smd.search import ruin_and_recreate
 
 DEFAULT_EPSILON = 0.05
 DEFAULT_MAX_ITERATIONS = 50
 PRICE_ITERATIONS = 8  # subgradient steps per parametric problem (warm-started)
+DEFAULT_SEARCH_STEPS = 40  # ruin-and-recreate steps after the paper's method
+DEFAULT_TIME_LIMIT = 5.0  # seconds: a safety cap on the search (docs/smd.md)
+REPAIR_LIMIT = 30.0  # seconds the feasibility repair may take
+RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
+BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
 
 
 @dataclass
@@ -185,24 +193,64 @@ def _is_small(problem: SmdProblem, cfg: Configurations) -> bool:
         <= SEARCH_TASKS
 
 
+def lagrangian_bound(problem: SmdProblem, cfg: Configurations, shares: np.ndarray,
+                     start: np.ndarray | None = None, iterations: int = BOUND_ITERATIONS) -> float:
+    """A proven lower bound (seconds) on every placement's sum of completion times: for prices
+    mu >= 0 on the cluster's totals of the resources every machine limits,
+    sum_i min_k (T_ik + mu . shares_ik) - sum(mu) (a Lagrangian dual of the configuration
+    choice with the placement relaxed to the totals), at the best mu of `resource_prices`."""
+    if problem.num_jobs == 0:
+        return 0.0
+    T = cfg.time
+    mu = resource_prices(np.where(cfg.valid, T, np.inf), shares, cfg.valid, start, iterations)
+    n, K, R = shares.shape
+    L = np.where(cfg.valid, T + (shares.reshape(n * K, R) @ mu).reshape(n, K), np.inf)
+    return float(L.min(axis=1).sum() - mu.sum())
+
+
 def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
-        max_iterations: int = DEFAULT_MAX_ITERATIONS) -> SmdSolution:
-    """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass.
-    details: iterations, residual, stopped (phase 1, see `sum_of_ratios`), relaxed_objective
-    (s; phase 1's best choice, whose cluster totals fit but which is not placed yet),
-    phase_seconds [phase 1, phase 2]."""
+        max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
+        seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT) -> SmdSolution:
+    """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
+    what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
+    - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
+      and the bounded placement search cannot place one worker and one PS per job: it places
+      them or proves that nothing can (status infeasible with that reason);
+    - `search_steps` steps of ruin and recreate (`schedopt.policies.smd.search`, numpy, random
+      choices from `seed`); the search also stops at `time_limit` seconds of the whole call, a
+      safety cap that only binds on a machine much slower than the measured one (docs/smd.md),
+      so for a fixed seed the result is the same run to run. search_steps=0 is the paper's
+      method alone (numpy; the repair still runs when nothing else places the tasks).
+    `bound` is `lagrangian_bound` (proven; seconds) and status is optimal when the objective
+    reaches it. details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
+    relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
+    placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
+    search), search (steps, improving steps, seconds), gap ((objective - bound) / objective),
+    phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+    if search_steps < 0:
+        raise ValueError(f"search_steps must be >= 0, got {search_steps!r}")
     clock = time.perf_counter()
     cfg = problem.configurations()
     shares, total = _shares(problem, cfg)
+    how = "first fit"
     start = minimal_packing(problem)
     if start is None:
         ones = np.ones(problem.num_jobs, dtype=np.int64)
-        start = pack_counts(problem, ones, ones)
+        start, how = pack_counts(problem, ones, ones), "search"
     if start is None:
-        return solution(problem, None, "smd", clock, details={"reason": "could not place one worker "
-                                                               "and one PS per job"})
+        placed, why = repair(exact_program(problem, cfg, symmetry=False), REPAIR_LIMIT)
+        if placed is None:
+            proven = why == "infeasible"
+            reason = ("no placement of one worker and one PS per job exists (proven by CP-SAT)"
+                      if proven else f"could not place one worker and one PS per job ({why})")
+            return solution(problem, None, "smd", clock,
+                            status=Status.INFEASIBLE if proven else Status.ERROR,
+                            details={"reason": reason})
+        start, how = Packing.of(problem, placed.workers, placed.ps), "repair"
     phase1 = sum_of_ratios(problem, cfg, shares, epsilon, max_iterations)
     split = time.perf_counter()
     mu = phase1["mu"] if phase1["mu"] is not None else np.zeros(total.size)
@@ -214,6 +262,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
                              problem.completion_time(pk.w, pk.p),
                              problem.worker_demand @ price, problem.ps_demand @ price)
 
+    start.relocate = RELOCATE
     starts = [fill(start.copy())]  # from one worker and one PS per job
     if small:  # also phase 1's choice, placed (every task searched) and topped up
         choice = phase1["choice"]
@@ -225,5 +274,17 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     pack = min(finals, key=lambda pk: problem.completion_time(pk.w, pk.p).sum())
     details = {key: phase1[key] for key in ("iterations", "residual", "stopped")}
     details["relaxed_objective"] = phase1["relaxed_objective"]
-    details["phase_seconds"] = [split - clock, time.perf_counter() - split]
-    return solution(problem, pack, "smd", clock, details=details)
+    details["start"] = how
+    details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
+    searched = time.perf_counter()
+    bound = lagrangian_bound(problem, cfg, shares)
+    if search_steps and problem.num_jobs:
+        left = time_limit - (time.perf_counter() - clock)
+        pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
+                                                    seed, bound)
+    details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
+    out = solution(problem, pack, "smd", clock, bound=bound, details=details)
+    out.details["gap"] = max(out.objective - bound, 0.0) / max(out.objective, 1e-12)
+    if out.objective <= bound * (1 + 1e-9):
+        out.status = Status.OPTIMAL
+    return out

@@ -52,11 +52,22 @@ class Packing:
         self.a_free, self.b_free = (np.where(d > 0, 0.0, BIG) for d in (a, b))
         reserve = a.mean(axis=0) if n else np.zeros(a.shape[1])
         self.reserve = np.where(np.arange(a.shape[1]) == 0, 0.0, reserve)  # per free GPU
+        total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
+        self.scale = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
         self.workers = np.zeros((n, H), dtype=np.int64)
         self.ps = np.zeros((n, H), dtype=np.int64)
         self.left = np.where(np.isfinite(problem.capacity), problem.capacity, BIG)
         self.w = np.zeros(n, dtype=np.int64)
         self.p = np.zeros(n, dtype=np.int64)
+
+    @classmethod
+    def of(cls, problem: SmdProblem, workers: np.ndarray, ps: np.ndarray) -> Packing:
+        """The packing of a given placement (workers, ps (n, H) task counts)."""
+        pack = cls(problem)
+        pack.workers, pack.ps = workers.astype(np.int64).copy(), ps.astype(np.int64).copy()
+        pack.w, pack.p = pack.workers.sum(axis=1), pack.ps.sum(axis=1)
+        pack.left = pack.left - problem.usage(pack.workers, pack.ps)
+        return pack
 
     def copy(self) -> Packing:
         other = Packing.__new__(Packing)
@@ -76,9 +87,67 @@ class Packing:
         return (self._room(self.left, self.a_inv[i], self.a_free[i]).sum(),
                 self._room(self.left, self.b_inv[i], self.b_free[i]).sum())
 
+    relocate = False  # when True, `add` may move other tasks to make room (`_place_one`)
+
     def add(self, i: int, dw: int, dp: int) -> bool:
         """Place dw more workers and dp more PSs of job i; False (and nothing changes) if they
-        do not fit."""
+        do not fit. With `relocate`, tasks that the rules below cannot place go one at a time,
+        each where moving one task of another machine's elsewhere makes room (`_place_one`)."""
+        if self._add(i, dw, dp):
+            return True
+        if not self.relocate:
+            return False
+        saved = (self.workers.copy(), self.ps.copy(), self.left.copy(), self.w.copy(),
+                 self.p.copy())
+        for kind, count in ((1, dp), (0, dw)):
+            for _ in range(count):
+                if not self._place_one(i, kind):
+                    self.workers, self.ps, self.left, self.w, self.p = saved
+                    return False
+        return True
+
+    def _place_one(self, i: int, kind: int) -> bool:
+        """One more worker (kind 0) or PS (1) of job i: where it fits, else on the machine h
+        where moving one task (the smallest that suffices, by summed shares) to another
+        machine that holds it makes room; False when no such move exists."""
+        if self._add(i, 1 - kind, kind):
+            return True
+        d = self.b[i] if kind else self.a[i]
+        need = d[None, :] - self.left  # (H, R): what machine h lacks
+        best = None
+        for moved, demand, counts in ((0, self.a, self.workers), (1, self.b, self.ps)):
+            frees = (demand[:, None, :] >= need[None, :, :] - TOL).all(axis=2) & (counts > 0)
+            fits = (self.left[None, :, :] >= demand[:, None, :] - TOL).all(axis=2)  # (n, H')
+            elsewhere = fits.sum(axis=1)[:, None] - fits  # machines other than h that take it
+            ok = frees & (elsewhere > 0)
+            if not ok.any():
+                continue
+            size = (demand * self.scale).sum(axis=1)
+            j, h = np.unravel_index(np.argmin(np.where(ok, size[:, None], np.inf)), ok.shape)
+            if best is None or size[j] < best[0]:
+                best = (size[j], moved, int(j), int(h), fits[j])
+        if best is None:
+            return False
+        _, moved, j, h, fits = best
+        demand = self.b[j] if moved else self.a[j]
+        fits = fits.copy()
+        fits[h] = False
+        room = np.where(fits, np.minimum(self.left, BIG) @ self.scale, np.inf)
+        target = int(np.argmin(room))  # best fit
+        counts = self.ps if moved else self.workers
+        counts[j, h] -= 1
+        counts[j, target] += 1
+        self.left[h] += demand
+        self.left[target] -= demand
+        self.left[h] -= d
+        (self.ps if kind else self.workers)[i, h] += 1
+        if kind:
+            self.p[i] += 1
+        else:
+            self.w[i] += 1
+        return True
+
+    def _add(self, i: int, dw: int, dp: int) -> bool:
         left = self.left
         if dp:
             room = self._room(left, self.b_inv[i], self.b_free[i])

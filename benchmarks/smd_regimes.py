@@ -1,0 +1,124 @@
+"""SMD against its exact reference across the generator's regimes (docs/smd.md, "Across regimes").
+
+    python benchmarks/smd_regimes.py                        # 50 instances per regime (hours)
+    python benchmarks/smd_regimes.py --per-regime 8 --exact-limit 60
+
+Instances are drawn at run time (nothing is read from disk):
+`parameter_server_document(jobs, machines, seed, regime=R)` for R in loose, nic, cpu, memory,
+mixed, with jobs uniform in 16..60 and machines uniform in max(6, ceil(jobs / 4))..20, both
+drawn from numpy default_rng(2021 + instance index); the generator's own seed is the index.
+
+Per instance: `smd` (default time limit; its objective, wall seconds, status), `smd` with
+time_limit=0 (the paper's method alone), `smd_exact` (cpsat, `--exact-limit` seconds; its
+optimum or best bound and wall seconds to proven optimality). The gap of a method is
+(objective - reference) / reference, the reference being the exact optimum when proven, else
+the best of the exact solver's bound and smd's own bound (so an unproven gap is an upper bound
+on the true one). "infeasible where exact is not" counts instances where smd finds no placement
+and smd_exact finds one. A table per regime, then the 60-job timing of smd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+import numpy as np
+
+from schedopt.backends import SolveOptions
+from schedopt.instance import parse_instance
+from schedopt.policies.smd.algorithm import smd
+from schedopt.policies.smd.exact import smd_exact
+from schedopt.policies.smd.model import SmdProblem
+from schedopt.traces.parameter_server import REGIMES, parameter_server_document
+
+
+def draw(regime: str, index: int) -> SmdProblem:
+    """The index-th instance of a regime (module docstring)."""
+    rng = np.random.default_rng(2021 + index)
+    jobs = int(rng.integers(16, 61))
+    machines = int(rng.integers(max(6, math.ceil(jobs / 4)), 21))
+    doc = parameter_server_document(jobs, machines, seed=index, regime=regime)
+    return SmdProblem.from_instance(parse_instance(doc))
+
+
+def timed(f):
+    start = time.perf_counter()
+    out = f()
+    return out, time.perf_counter() - start
+
+
+def row(problem: SmdProblem, exact_limit: float) -> dict:
+    ours, ours_s = timed(lambda: smd(problem))
+    paper, _ = timed(lambda: smd(problem, time_limit=0))
+    exact, exact_s = timed(lambda: smd_exact(problem, options=SolveOptions(time_limit=exact_limit)))
+    proven = exact.status.value == "optimal"
+    bounds = [b for b in (exact.bound, ours.bound) if b is not None]
+    if proven:
+        reference = exact.objective
+    else:
+        reference = max(bounds) if bounds else None
+    gap = lambda r: None if r.objective is None or not reference else \
+        (r.objective - reference) / reference  # noqa: E731
+    return {"jobs": problem.num_jobs, "machines": problem.num_machines,
+            "smd_s": ours_s, "gap": gap(ours), "paper_gap": gap(paper),
+            "infeasible": ours.placement is None and exact.placement is not None,
+            "paper_infeasible": paper.placement is None and exact.placement is not None,
+            "exact_found": exact.placement is not None, "proven": proven,
+            "exact_s": exact_s if proven else None, "smd_status": ours.status.value}
+
+
+def summary(regime: str, rows: list[dict], exact_limit: float) -> str:
+    gaps = [r["gap"] for r in rows if r["gap"] is not None]
+    paper = [r["paper_gap"] for r in rows if r["paper_gap"] is not None]
+    times = sorted(r["exact_s"] for r in rows if r["exact_s"] is not None)
+    forty = sorted(r["exact_s"] if r["exact_s"] is not None else math.inf
+                   for r in rows if 35 <= r["jobs"] <= 45)
+    med = lambda xs: f"{statistics.median(xs):.2%}" if xs else "-"  # noqa: E731
+    worst = lambda xs: f"{max(xs):.2%}" if xs else "-"  # noqa: E731
+    secs = lambda xs: "-" if not xs else (  # noqa: E731
+        f"{statistics.median(xs):.1f}" if math.isfinite(statistics.median(xs)) else f">{exact_limit:g}")
+    return (f"| {regime} | {len(rows)} | {sum(r['infeasible'] for r in rows)} "
+            f"({sum(r['paper_infeasible'] for r in rows)}) | {med(gaps)} | {worst(gaps)} | "
+            f"{med(paper)} | {worst(paper)} | {max(r['smd_s'] for r in rows):.2f} | "
+            f"{sum(r['proven'] for r in rows)}/{len(rows)} | {secs(times)} | "
+            f"{max(times) if times else 0:.1f} | {secs(forty)} ({len(forty)}) |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-regime", type=int, default=50)
+    parser.add_argument("--exact-limit", type=float, default=120.0,
+                        help="smd_exact's time limit per instance, seconds")
+    parser.add_argument("--regimes", default=",".join(REGIMES))
+    parser.add_argument("--verbose", action="store_true", help="one line per instance")
+    args = parser.parse_args()
+    lines = []
+    for regime in args.regimes.split(","):
+        rows = []
+        for index in range(args.per_regime):
+            r = row(draw(regime, index), args.exact_limit)
+            rows.append(r)
+            if args.verbose:
+                print(regime, index, {k: (round(v, 5) if isinstance(v, float) else v)
+                                      for k, v in r.items()}, flush=True)
+        lines.append(summary(regime, rows, args.exact_limit))
+    print(f"\nsmd vs smd_exact (cpsat, {args.exact_limit:g} s limit); gaps to the exact optimum "
+          f"or best bound\n")
+    print("| regime | instances | smd infeasible where exact is not (paper alone) | smd median "
+          "gap | smd worst gap | paper median gap | paper worst gap | smd max s | exact proven | "
+          "exact median s | exact max s | exact median s, 35-45 jobs (count) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(lines))
+    # smd at 60 jobs
+    worst = 0.0
+    for regime in args.regimes.split(","):
+        doc = parameter_server_document(60, 20, seed=7, regime=regime)
+        p = SmdProblem.from_instance(parse_instance(doc))
+        worst = max(worst, min(timed(lambda: smd(p))[1] for _ in range(3)))
+    print(f"\nsmd at 60 jobs / 20 machines, best of 3, slowest regime: {worst:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

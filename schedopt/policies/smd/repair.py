@@ -1,0 +1,39 @@
+"""SMD's feasibility repair (docs/smd.md, "Beyond the paper"): when the first-fit rules and the
+bounded placement search cannot place one worker and one PS per job, `smd_exact`'s MILP
+(`schedopt.policies.smd.milp`) with every job's configuration fixed to (1, 1) and no objective
+is handed to CP-SAT, which either places the tasks or proves that nothing can.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from schedopt.backends import SolveOptions, solve_lp
+from schedopt.errors import SolveError
+from schedopt.policies.smd.milp import ExactProgram
+from schedopt.policies.smd.model import Placement
+
+SOLVER = "cpsat"
+
+
+def repair(program: ExactProgram, time_limit: float) -> tuple[Placement | None, str]:
+    """(a placement of one worker and one PS per job or None, why): "placed", "infeasible"
+    (proven: no placement exists), "time limit" (none found within time_limit seconds) or
+    "no solver" (CP-SAT, the `ortools` extra, is not installed)."""
+    lp = program.lp
+    upper = lp.col_upper.copy()
+    z = upper[program.z.columns].reshape(program.z.shape)
+    z[:, 1:] = 0  # column 0 is (1, 1) for every job
+    upper[program.z.columns] = z.ravel()
+    try:
+        result = solve_lp(dataclasses.replace(lp, col_upper=upper, c=np.zeros(lp.num_cols)),
+                          SOLVER, SolveOptions(time_limit=time_limit, threads=1))
+    except SolveError:
+        return None, "no solver"
+    if result.status.has_solution:
+        x = np.rint(result.x).astype(np.int64)
+        return Placement(x[program.x.columns].reshape(program.x.shape),
+                         x[program.y.columns].reshape(program.y.shape)), "placed"
+    return None, "infeasible" if result.status.value == "infeasible" else "time limit"

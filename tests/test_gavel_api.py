@@ -147,3 +147,37 @@ def test_result_of_lp_policy_reports_optimal_with_bound_equal_to_objective():
     # bound is the LP's t, objective is recomputed from X: equal up to HiGHS' feasibility tolerance
     assert result.bound == pytest.approx(result.objective, rel=1e-6)
     assert result.gap == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness", "min_makespan", "water_filling",
+                                    "hierarchical_water_filling"])
+def test_method_auto_is_the_decomposition_without_a_solver_and_the_lp_with_one(policy):
+    problem = small_problem()
+    by_prices = solve(problem, policy=policy)
+    explicit = solve(problem, policy=policy, method="decomposition")
+    whole_lp = solve(problem, policy=policy, solver="clarabel")
+    default_lp = solve(problem, policy=policy, method="lp")
+    assert by_prices.solver == explicit.solver == "decomposition"
+    assert whole_lp.solver == "clarabel" and default_lp.solver == "highs"
+    for other in (explicit, whole_lp, default_lp):
+        assert other.objective == pytest.approx(by_prices.objective, rel=1e-5)
+
+
+def test_solver_decomposition_is_deprecated_and_means_method_decomposition():
+    problem = small_problem()
+    with pytest.warns(FutureWarning, match="method=decomposition"):
+        old = solve(problem, policy="max_min_fairness", solver="decomposition")
+    new = solve(problem, policy="max_min_fairness", method="decomposition")
+    assert old.solver == "decomposition"
+    np.testing.assert_array_equal(old.X, new.X)
+    with pytest.raises(PolicyError, match="contradicts method=lp"):
+        solve(problem, policy="max_min_fairness", solver="decomposition", method="lp")
+
+
+def test_method_is_validated_and_the_agnostic_variant_is_the_same_class():
+    with pytest.raises(PolicyError, match="option method expects one of"):
+        solve(small_problem(), policy="max_min_fairness", method="simplex")
+    plain, _ = resolve("max_min_fairness")
+    agnostic, fixed = resolve("max_min_fairness_agnostic")
+    assert type(plain) is type(agnostic) and agnostic.name == "max_min_fairness_agnostic"
+    assert fixed == {"agnostic": True}

@@ -28,7 +28,8 @@ from schedopt.policies.gavel.water_filling import (
 )
 from schedopt.instance import load_instance, parse_instance
 
-SOLVERS = ["decomposition", "highs"]
+# The price decomposition (method), and each stage as one LP on a backend (solver).
+SOLVERS = [{"method": "decomposition"}, {"solver": "highs"}]
 
 
 def job_levels(outcome) -> np.ndarray:
@@ -67,12 +68,12 @@ def assert_same_levels(got: np.ndarray, expected: np.ndarray) -> None:
 
 # ------------------------------------------------------------------ flat water filling
 
-@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("how", SOLVERS, ids=["decomposition", "highs"])
 @pytest.mark.parametrize("seed", range(40))
-def test_water_filling_matches_gavels_lp_sequence_on_random_instances(seed, solver):
+def test_water_filling_matches_gavels_lp_sequence_on_random_instances(seed, how):
     problem, agnostic = random_problem(seed)
     reference = reference_water_filling(problem, agnostic)
-    outcome = water_filling(problem, solver=solver, agnostic=agnostic)
+    outcome = water_filling(problem, **how, agnostic=agnostic)
     assert outcome.status is Status.OPTIMAL
     assert_same_levels(job_levels(outcome), reference.levels)
 
@@ -87,11 +88,11 @@ def test_first_level_is_max_min_fairness_and_the_bound_holds(seed):
     assert outcome.bound == pytest.approx(max_min.objective, rel=1e-6)
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("how", SOLVERS, ids=["decomposition", "highs"])
 @pytest.mark.parametrize("seed", range(0, 40, 2))
-def test_allocation_meets_every_constraint_and_gives_the_reported_levels(seed, solver):
+def test_allocation_meets_every_constraint_and_gives_the_reported_levels(seed, how):
     problem, agnostic = random_problem(seed)
-    outcome = water_filling(problem, solver=solver, agnostic=agnostic)
+    outcome = water_filling(problem, **how, agnostic=agnostic)
     ref.assert_base_constraints(problem, outcome.allocation, tol=1e-9)
     a = coefficients(problem, agnostic)
     np.testing.assert_allclose(job_levels(outcome), np.einsum("mj,mj->m", a, outcome.allocation),
@@ -106,8 +107,8 @@ def test_hand_worked_single_type_example():
     # remaining 4.5 - 1 - 1 - 1 = 1.5 GPUs: X_c = 0.75, level 1.5.
     problem = ThroughputProblem.from_arrays([[2.0], [2.0], [2.0], [2.0]], [1, 1, 2, 1],
                                             [1, 1, 1, 2], [4.5], job_ids=list("abcd"))
-    for solver in SOLVERS:
-        outcome = water_filling(problem, solver=solver)
+    for how in SOLVERS:
+        outcome = water_filling(problem, **how)
         np.testing.assert_allclose(outcome.allocation[:, 0], [1, 1, 0.75, 1], atol=1e-7)
         np.testing.assert_allclose(job_levels(outcome), [1, 1, 1.5, 0.5], atol=1e-7)
         assert outcome.objective == pytest.approx(0.5, rel=1e-9)
@@ -142,8 +143,8 @@ def test_many_distinct_caps_take_few_solves():
 
 def test_identical_jobs_share_one_level_despite_degenerate_duals():
     problem = ThroughputProblem.from_arrays(np.tile([[1.0, 3.0]], (30, 1)), capacity=[4, 4])
-    for solver in SOLVERS:
-        outcome = water_filling(problem, solver=solver)
+    for how in SOLVERS:
+        outcome = water_filling(problem, **how)
         np.testing.assert_allclose(job_levels(outcome), job_levels(outcome)[0], rtol=1e-7)
         assert outcome.details["levels"] == 1
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions, Status, solve_lp
 from schedopt.backends.base import LinearProgram, SolveResult
+from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 
 
@@ -68,8 +68,8 @@ def scale_rows(A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray):
     return sp.diags(factor) @ A, lower * factor, upper * factor
 
 
-def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: str,
-                        options: SolveOptions, job_scale: np.ndarray | None = None
+def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: Solver,
+                        job_scale: np.ndarray | None = None
                         ) -> tuple[SolveResult, np.ndarray | None]:
     """Solve `lp` and return (result, X) with X the (M, J) allocation clipped to [0, 1].
 
@@ -78,7 +78,7 @@ def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: s
     tolerances cannot round its need to zero (the error moves to capacity rows, where it is
     harmless).
     """
-    result = solve_lp(lp, solver, options)
+    result = solver.solve(lp)
     if result.x is None:
         return result, None
     M, J = problem.num_jobs, problem.num_types

@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends import Capability, Status
 from schedopt.backends.base import LinearProgram
+from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.policies.gavel.level_hull import (Hulls, affine_allocation, build_hulls, cost_on,
                                               segment_of, segment_slope)
@@ -45,8 +46,11 @@ TIE = 0.05                # relative reduced-cost margin under which a job start
 LEVEL_TIE = 0.05          # relative margin on the level t: a job whose segment ends this close
                           # to its target starts free
 MIN_TIE = 1e-4            # never a smaller margin
-SIMPLEX_CLASSES = 3000    # solver "auto": dual simplex up to this many free classes, else
-                          # Clarabel's interior point (faster there; its duals are ~1e-9 exact)
+SIMPLEX_CLASSES = 3000    # no solver named: a simplex backend up to this many free classes,
+                          # else an interior-point one (faster there; Clarabel's duals are
+                          # ~1e-9 exact)
+SIMPLEX_BACKEND = "highs"    # the defaults of that choice, picked by measurement
+INTERIOR_BACKEND = "clarabel"
 WARM_TIE = 1e-3           # the margin for prices of a previous solve (a round before)
 
 
@@ -176,7 +180,7 @@ def _fix(cls: _Classes, hulls: Hulls, free: np.ndarray, t: float) -> _Fixed:
 
 
 def _restricted_lp(cls: _Classes, capacity: np.ndarray, free: np.ndarray, fixed: _Fixed,
-                   solver: str):
+                   solver: Solver):
     """Solve max t over the free classes, the fixed ones adding their affine usage to the
     capacity rows. Returns (t, X of the free classes (F, J), prices (J,), class duals (F,)),
     or None when the LP has no optimal solution."""
@@ -212,9 +216,9 @@ def _restricted_lp(cls: _Classes, capacity: np.ndarray, free: np.ndarray, fixed:
         col_lower=np.concatenate([np.zeros(n), [fixed.t_low]]),
         col_upper=np.concatenate([np.full(n, np.inf), [fixed.t_high]]),
         maximize=True)
-    if solver == "auto":
-        solver = "highs" if F <= SIMPLEX_CLASSES else "clarabel"
-    result = solve_lp(lp, solver, SolveOptions())
+    if solver.name is None:
+        solver = solver.with_backend(SIMPLEX_BACKEND if F <= SIMPLEX_CLASSES else INTERIOR_BACKEND)
+    result = solver.solve(lp)
     if result.status is not Status.OPTIMAL or result.row_duals is None:
         return None
     X = np.zeros(F * J)
@@ -313,7 +317,7 @@ def _violators(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, fixed: _Fixed
 
 # ---------------------------------------------------------------- the solver
 
-def _sample_prices(cls: _Classes, capacity: np.ndarray, solver: str, seed: int):
+def _sample_prices(cls: _Classes, capacity: np.ndarray, solver: Solver, seed: int):
     """(t, prices) from the same problem over a random tenth of the jobs, capacity scaled to
     match, solved the same way (so prices come from ever larger samples, each seeded by the
     one before), to a loose gap: only the prices are needed."""
@@ -362,7 +366,7 @@ def _capped_by_their_own_time(cls: _Classes, capacity: np.ndarray) -> LevelSolut
                          {"rounds": 0, "classes": cls.count.size, "free_classes": 0})
 
 
-def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solver: str,
+def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solver: Solver,
                    max_rounds: int, seed: int) -> LevelSolution | None:
     """`max_level` on classes; allocation and marginal per class (None: no LP solution).
     `seeded` = (t, prices, margin): a starting point and its expected relative price error."""
@@ -428,17 +432,21 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
 
 def max_level(problem: LevelProblem, start: LevelSolution | Mapping | None = None,
               gap: float = 1e-6,
-              solver: str = "auto", max_rounds: int = 40, seed: int = 0) -> LevelSolution:
+              solver: Solver | None = None, max_rounds: int = 40, seed: int = 0
+              ) -> LevelSolution:
     """Solve `problem` to a proven relative gap (bound - level) / bound <= `gap`.
 
     start: a previous solution (e.g. last round's), or a mapping with its "prices" and
     "level", that seeds the search;
-    solver: the LP backend of the restricted LPs ("auto": HiGHS' dual simplex for small ones,
-    Clarabel for large ones; see SIMPLEX_CLASSES).
+    solver: the restricted LPs' (a backend with duals); None or one without a backend named:
+    a simplex backend for small ones, an interior-point one for large ones (SIMPLEX_CLASSES).
     Status is optimal at the gap, feasible when the rounds ran out first (the gap says how far).
     """
     began = time.perf_counter()
     _validate(problem)
+    solver = solver or Solver(None)
+    if solver.name is not None:
+        solver.require(Capability.LP | Capability.DUALS, "the price decomposition")
     capacity = np.asarray(problem.capacity, dtype=float)
     cls = _classes(problem)
     seeded = None

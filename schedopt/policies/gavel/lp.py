@@ -25,8 +25,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends import Status
 from schedopt.backends.base import LinearProgram
+from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome
 from schedopt.policies.gavel.blocks import (allocation_bounds, base_rows, column,
@@ -34,13 +35,9 @@ from schedopt.policies.gavel.blocks import (allocation_bounds, base_rows, column
                                           scale_rows, solve_allocation_lp)
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.gavel.levels import LevelProblem, LevelSolution, max_level
-
-DECOMPOSITION = "decomposition"  # solver name of the price decomposition (`levels.py`)
-
-
-def _empty(problem: ThroughputProblem, solver: str, objective: float | None = None) -> Outcome:
-    return Outcome.from_status(np.zeros((problem.num_jobs, problem.num_types)), Status.OPTIMAL,
-                   objective, objective, 0.0, solver)
+from schedopt.policies.gavel.solving import (DECOMPOSITION, Method, as_solver, choose_method,
+                                             empty_outcome as _empty, lp_outcome as _outcome,
+                                             lp_solver)
 
 
 def _lp_with_aux(problem: ThroughputProblem, rows: sp.csr_matrix, row_lower: np.ndarray,
@@ -66,16 +63,6 @@ def _lp_with_aux(problem: ThroughputProblem, rows: sp.csr_matrix, row_lower: np.
     )
 
 
-def _outcome(result, X, objective: float | None, bound: float | None, solver: str,
-             status: Status | None = None) -> Outcome:
-    """Outcome of one LP solve; names the solver's own reason when it did not prove optimality."""
-    status = status or result.status
-    if X is None:
-        objective = bound = None
-    details = {} if status is Status.OPTIMAL else {"termination": result.termination}
-    return Outcome.from_status(X, status, objective, bound, result.solve_seconds, solver, details)
-
-
 # ---------------------------------------------------------------- max-min fairness
 
 def normalized_throughput(problem: ThroughputProblem, agnostic: bool = False) -> np.ndarray:
@@ -90,14 +77,15 @@ def normalized_throughput(problem: ThroughputProblem, agnostic: bool = False) ->
 
 
 def solve_levels(problem: ThroughputProblem, gain: np.ndarray, jobs: np.ndarray | None = None,
-                 start: dict | None = None):
+                 start: dict | None = None, solver: Solver | None = None):
     """`levels.max_level` for max t s.t. gain[m] @ X[m] >= t over `jobs` (default all) under
     the base constraints; returns (LevelSolution, (M, J) allocation with the others at 0 and
     the GPUs it leaves idle handed out by `fill_leftover`). `start`: a previous outcome's
-    details (its "prices" and "level") to warm-start from."""
+    details (its "prices" and "level") to warm-start from; solver: the restricted LPs'
+    (`levels.max_level`)."""
     jobs = np.arange(problem.num_jobs) if jobs is None else jobs
     solution = max_level(LevelProblem(gain[jobs], problem.scale_factor[jobs], problem.capacity),
-                         start=start)
+                         start=start, solver=solver)
     X = np.zeros((problem.num_jobs, problem.num_types))
     X[jobs] = solution.allocation
     eligible = np.zeros(problem.num_jobs, bool)
@@ -112,38 +100,45 @@ def _level_outcome(solution: LevelSolution, X: np.ndarray, objective: float,
     return Outcome.from_status(X, solution.status, objective, bound, solution.seconds, DECOMPOSITION, details)
 
 
-def max_min_fairness(problem: ThroughputProblem, solver: str = DECOMPOSITION,
-                     options: SolveOptions = SolveOptions(), agnostic: bool = False,
-                     start: dict | None = None, robust: float = 0.0) -> Outcome:
+def max_min_fairness(problem: ThroughputProblem, solver: Solver | str | None = None,
+                     agnostic: bool = False, start: dict | None = None, robust: float = 0.0,
+                     method: Method = "auto") -> Outcome:
     """Maximize min_m a[m] @ X[m] (see `normalized_throughput`); objective is that minimum.
 
-    solver "decomposition" (the default) is `levels.max_level`: exact to a proven relative gap
-    of 1e-6 at any scale; any backend name solves the whole LP with it instead. `start`: the
-    previous solve's `details` (GPU prices and level) to warm-start the decomposition from.
-    robust = r > 0: maximize the level guaranteed for every true matrix in the box
-    [(1-r) T, (1+r) T] instead (`robust.robust_max_min_fairness`)."""
+    method "decomposition" (what "auto" picks when no solver is named) is `levels.max_level`:
+    exact to a proven relative gap of 1e-6 at any scale; "lp" solves the whole LP on the
+    solver's backend (highs when none is named). `start`: the previous solve's `details` (GPU
+    prices and level) to warm-start the decomposition from. robust = r > 0: maximize the level
+    guaranteed for every true matrix in the box [(1-r) T, (1+r) T] instead
+    (`robust.robust_max_min_fairness`, always one LP)."""
+    method, solver = choose_method(method, solver)
     if problem.num_jobs == 0:
-        return _empty(problem, solver)
+        return _empty(problem, _name(method, solver))
     problem.require_runnable()
     if robust:
         if agnostic:
             raise PolicyError("robust applies to heterogeneity-aware max_min_fairness: the "
                               "agnostic objective does not depend on the throughputs")
         from schedopt.policies.gavel.robust import robust_max_min_fairness
-        return robust_max_min_fairness(problem, robust,
-                                       "highs" if solver == DECOMPOSITION else solver, options)
+        return robust_max_min_fairness(problem, robust, lp_solver(solver))
     a = normalized_throughput(problem, agnostic) * problem.runnable
-    if solver == DECOMPOSITION:
-        solution, X = solve_levels(problem, a, start=start)
+    if method == DECOMPOSITION:
+        solution, X = solve_levels(problem, a, start=start, solver=solver)
         return _level_outcome(solution, X, float(np.min(np.einsum("mj,mj->m", a, X))),
                               solution.bound)
     M, J = a.shape
     rows = per_job_rows(a, 1) - column(np.ones(M), M * J, M * J + 1)
     rows, lo, hi = scale_rows(rows, np.zeros(M), np.full(M, np.inf))
     lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf))
-    result, X = solve_allocation_lp(problem, lp, solver, options)
+    solver = lp_solver(solver)
+    result, X = solve_allocation_lp(problem, lp, solver)
     objective = float(np.min(np.einsum("mj,mj->m", a, X))) if X is not None else None
-    return _outcome(result, X, objective, result.bound, solver)
+    return _outcome(result, X, objective, result.bound, solver.name)
+
+
+def _name(method: str, solver: Solver) -> str:
+    """What Outcome.solver reports: the decomposition, or the LP's backend."""
+    return DECOMPOSITION if method == DECOMPOSITION else lp_solver(solver).name
 
 
 def max_min_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool = False,
@@ -201,42 +196,44 @@ def _checked(status: Status, objective: float, bound: float | None, tolerance: f
     return status
 
 
-def min_makespan(problem: ThroughputProblem, solver: str = DECOMPOSITION,
-                 options: SolveOptions = SolveOptions(), agnostic: bool = False,
-                 start: dict | None = None) -> Outcome:
+def min_makespan(problem: ThroughputProblem, solver: Solver | str | None = None,
+                 agnostic: bool = False, start: dict | None = None,
+                 method: Method = "auto") -> Outcome:
     """Minimize the makespan max_m R_m / thr_m(X) (seconds) exactly, as one LP.
 
     With d_m = R_m / Tbest_m (job m's fastest possible time) and D = max d_m, the LP is
     max z  s.t.  sum_j (T[m,j] / Tbest_m) X[m,j] >= (d_m / D) z, and makespan = D / z;
-    solver "decomposition" (the default) solves it with `levels.max_level` (`start`: as for
-    `max_min_fairness`).
+    method "decomposition" ("auto" without a named solver) solves it with `levels.max_level`
+    (`start`, `method`: as for `max_min_fairness`).
     Each job's columns are scaled by d_m / D (see `_need_rows`), so a job with one step left
     next to a week-long one still gets its share.
     """
     problem.require_remaining_steps("min_makespan")
+    method, solver = choose_method(method, solver)
     if agnostic:
         problem = _uniform_throughput(problem)
     active = problem.remaining_steps > 0
     if not active.any():
-        return _empty(problem, solver, 0.0)
+        return _empty(problem, _name(method, solver), 0.0)
     problem.require_runnable()
     best = (problem.throughput * problem.runnable).max(axis=1)
     d = np.where(active, problem.remaining_steps / best, 0.0)
     D = d.max()
-    if solver == DECOMPOSITION:
+    if method == DECOMPOSITION:
         T = problem.throughput * problem.runnable
         gain = T / best[:, None] / np.where(active, d / D, 1.0)[:, None]
-        solution, X = solve_levels(problem, gain, np.flatnonzero(active), start)
+        solution, X = solve_levels(problem, gain, np.flatnonzero(active), start, solver)
         return _level_outcome(solution, X, makespan_of(problem, X), D / solution.bound)
     rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, d / D)
     lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf),
                       x_upper=x_upper, job_scale=job_scale)
-    result, X = solve_allocation_lp(problem, lp, solver, options, job_scale)
+    solver = lp_solver(solver)
+    result, X = solve_allocation_lp(problem, lp, solver, job_scale)
     if X is None:
-        return _outcome(result, None, None, None, solver)
+        return _outcome(result, None, None, None, solver.name)
     bound = D / result.bound if result.bound and result.bound > 0 else None
     objective = makespan_of(problem, X)
-    return _outcome(result, X, objective, bound, solver,
+    return _outcome(result, X, objective, bound, solver.name,
                     _checked(result.status, objective, bound, 1e-6))
 
 
@@ -269,7 +266,7 @@ def finish_time_ratios(problem: ThroughputProblem, X: np.ndarray,
         return expected / (isolated_finish_time(problem) if isolated is None else isolated)
 
 
-def _ftf_feasible(problem, rho, active, isolated, solver, options):
+def _ftf_feasible(problem, rho, active, isolated, solver):
     """Can every active job reach finish-time ratio <= rho? Returns (feasible, X, result).
     isolated: `isolated_finish_time(problem)` (s)."""
     best = (problem.throughput * problem.runnable).max(axis=1)
@@ -283,15 +280,15 @@ def _ftf_feasible(problem, rho, active, isolated, solver, options):
     rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, need)
     lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.ones(1),
                       x_upper=x_upper, job_scale=job_scale)
-    result, X = solve_allocation_lp(problem, lp, solver, options, job_scale)
+    result, X = solve_allocation_lp(problem, lp, solver, job_scale)
     if X is None:
         return False, None, result
     return result.objective >= 1.0 - 1e-7, X, result
 
 
-def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
-                         options: SolveOptions = SolveOptions(), agnostic: bool = False,
-                         tolerance: float = 1e-6, max_iterations: int = 200) -> Outcome:
+def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None = None,
+                         agnostic: bool = False, tolerance: float = 1e-6,
+                         max_iterations: int = 200) -> Outcome:
     """Minimize max_m rho_m(X) by bisection on rho; stops when (hi - lo) <= tolerance * hi.
 
     For a fixed rho every constraint thr_m(X) >= R_m / (rho D_m - t_m) is linear; each step
@@ -299,11 +296,13 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
     the largest rho proven infeasible. Jobs with no remaining steps are left out of the max.
     """
     problem.require_remaining_steps("finish_time_fairness")
+    solver = lp_solver(as_solver(solver))
+    name = solver.name
     if agnostic:
         problem = _uniform_throughput(problem)
     active = problem.remaining_steps > 0
     if not active.any():
-        return _empty(problem, solver)
+        return _empty(problem, name)
     problem.require_runnable()
     start = time.perf_counter()
     T = problem.throughput * problem.runnable
@@ -316,7 +315,7 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
     if not np.isfinite(hi):  # the isolated share gives some job nothing: search upwards
         hi, best_X = 2.0 * lo, None
         while best_X is None and lp_count < max_iterations:
-            ok, X, _ = _ftf_feasible(problem, hi, active, isolated, solver, options)
+            ok, X, _ = _ftf_feasible(problem, hi, active, isolated, solver)
             lp_count += 1
             if ok:
                 best_X = X
@@ -324,10 +323,10 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
                 lo, hi = hi, 2.0 * hi
     probe = lo
     while hi - lo > tolerance * hi and lp_count < max_iterations:
-        ok, X, result = _ftf_feasible(problem, probe, active, isolated, solver, options)
+        ok, X, result = _ftf_feasible(problem, probe, active, isolated, solver)
         lp_count += 1
         if result is not None and not result.status.has_solution:
-            return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start, solver,
+            return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start, name,
                            {"lp_solves": lp_count, "termination": result.termination})
         if ok:
             hi, best_X = probe, X
@@ -335,24 +334,23 @@ def finish_time_fairness(problem: ThroughputProblem, solver: str = "highs",
             lo = probe
         probe = 0.5 * (lo + hi)
     if best_X is None:
-        return Outcome.from_status(None, Status.ERROR, None, lo, time.perf_counter() - start, solver,
+        return Outcome.from_status(None, Status.ERROR, None, lo, time.perf_counter() - start, name,
                        {"lp_solves": lp_count})
     converged = hi - lo <= tolerance * hi
     objective = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
     return Outcome.from_status(best_X, Status.OPTIMAL if converged else Status.FEASIBLE, objective, lo,
-                   time.perf_counter() - start, solver, {"lp_solves": lp_count})
+                   time.perf_counter() - start, name, {"lp_solves": lp_count})
 
 
 # ---------------------------------------------------------------- throughput and cost
 
-def max_total_throughput(problem: ThroughputProblem, solver: str = "highs",
-                         options: SolveOptions = SolveOptions()) -> Outcome:
+def max_total_throughput(problem: ThroughputProblem, solver: Solver | str | None = None) -> Outcome:
     """Maximize sum_m thr_m(X) in steps/s (Gavel's max_sum_throughput_perf)."""
-    return _max_weighted_throughput(problem, problem.throughput, solver, options)
+    return _max_weighted_throughput(problem, problem.throughput, lp_solver(as_solver(solver)))
 
 
-def min_cost(problem: ThroughputProblem, solver: str = "highs",
-             options: SolveOptions = SolveOptions(), slos: bool = True) -> Outcome:
+def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
+             slos: bool = True) -> Outcome:
     """Maximize throughput per dollar, sum_m sum_j T[m,j] X[m,j] / cost_j ((steps/s) per $/h).
 
     With `slos`, every job with a deadline and known remaining steps must reach
@@ -367,8 +365,9 @@ def min_cost(problem: ThroughputProblem, solver: str = "highs",
         raise PolicyError(f"policy min_cost needs cost_per_hour > 0 for every GPU type; "
                           f"missing or zero for {', '.join(missing)}")
     weights = problem.throughput / cost[None, :]
+    solver = lp_solver(as_solver(solver))
     if not slos or problem.num_jobs == 0:
-        return _max_weighted_throughput(problem, weights, solver, options)
+        return _max_weighted_throughput(problem, weights, solver)
     best = (problem.throughput * problem.runnable).max(axis=1)
     has_slo = np.isfinite(problem.time_to_deadline) & (problem.remaining_steps > 0)
     passed = has_slo & (problem.time_to_deadline <= 0)
@@ -376,14 +375,15 @@ def min_cost(problem: ThroughputProblem, solver: str = "highs",
     jobs = np.flatnonzero(has_slo & ~passed & ~hopeless)
     need = problem.remaining_steps[jobs] / problem.time_to_deadline[jobs]  # steps/s
     target = need / best[jobs]  # fraction of the job's best-type time
-    outcome = _max_weighted_throughput(problem, weights, solver, options, jobs, target)
+    outcome = _max_weighted_throughput(problem, weights, solver, jobs, target)
     if outcome.status is not Status.INFEASIBLE and not (passed | hopeless).any():
         return outcome
-    short = _min_shortfall(problem, jobs, target, solver, options)
+    short = _min_shortfall(problem, jobs, target, solver)
     if short is None:
-        return Outcome.from_status(None, Status.ERROR, None, None, outcome.solve_seconds, solver)
+        return Outcome.from_status(None, Status.ERROR, None, None, outcome.solve_seconds,
+                                   solver.name)
     relaxed = np.maximum(target - short - 1e-9 * np.maximum(target, 1.0), 0.0)
-    outcome = _max_weighted_throughput(problem, weights, solver, options, jobs, relaxed)
+    outcome = _max_weighted_throughput(problem, weights, solver, jobs, relaxed)
     ids = np.asarray(problem.job_ids, dtype=object)
     missed = short > 1e-6 * target
     shortfall = dict(zip(ids[jobs[missed]].tolist(), (short * best[jobs])[missed].tolist()))
@@ -391,7 +391,7 @@ def min_cost(problem: ThroughputProblem, solver: str = "highs",
                                                   / problem.time_to_deadline[hopeless]).tolist()))
     shortfall.update(dict.fromkeys(ids[passed].tolist()))  # None: deadline already passed
     return Outcome.from_status(outcome.allocation, Status.INFEASIBLE, outcome.objective, None,
-                   outcome.solve_seconds, solver,
+                   outcome.solve_seconds, solver.name,
                    {"infeasible_slos": sorted(shortfall), "slo_shortfall": shortfall})
 
 
@@ -402,10 +402,10 @@ def _slo_rows(problem: ThroughputProblem, jobs: np.ndarray, extra_cols: int) -> 
     return per_job_rows(T / best, extra_cols)[jobs]
 
 
-def _max_weighted_throughput(problem, weights, solver, options, slo_jobs=None, slo_target=None):
+def _max_weighted_throughput(problem, weights, solver: Solver, slo_jobs=None, slo_target=None):
     """max sum(weights * X), with thr_m(X) >= slo_target * Tbest_m for `slo_jobs` if given."""
     if problem.num_jobs == 0:
-        return _empty(problem, solver, 0.0)
+        return _empty(problem, solver.name, 0.0)
     M, J = problem.throughput.shape
     if slo_jobs is None or slo_jobs.size == 0:
         rows, lo = sp.csr_matrix((0, M * J)), np.zeros(0)
@@ -413,12 +413,12 @@ def _max_weighted_throughput(problem, weights, solver, options, slo_jobs=None, s
         rows, lo = _slo_rows(problem, slo_jobs, 0), slo_target
     lp = _lp_with_aux(problem, rows, lo, np.full(lo.size, np.inf), aux_cost=np.zeros(0),
                       aux_upper=np.zeros(0), x_cost=(weights * problem.runnable).ravel())
-    result, X = solve_allocation_lp(problem, lp, solver, options)
+    result, X = solve_allocation_lp(problem, lp, solver)
     objective = float(np.sum(weights * X)) if X is not None else None
-    return _outcome(result, X, objective, result.bound, solver)
+    return _outcome(result, X, objective, result.bound, solver.name)
 
 
-def _min_shortfall(problem, jobs, target, solver, options) -> np.ndarray | None:
+def _min_shortfall(problem, jobs, target, solver: Solver) -> np.ndarray | None:
     """Per SLO job, the shortfall (fraction of best-type time) minimizing the total relative
     shortfall sum_k e_k / target_k; None if the solve fails."""
     M, J = problem.throughput.shape
@@ -429,7 +429,7 @@ def _min_shortfall(problem, jobs, target, solver, options) -> np.ndarray | None:
     rows = rows + sp.hstack([sp.csr_matrix((k, M * J)), sp.identity(k, format="csr")], format="csr")
     lp = _lp_with_aux(problem, rows, target, np.full(k, np.inf), aux_cost=1.0 / target,
                       aux_upper=target, maximize=False)
-    result = solve_lp(lp, solver, options)
+    result = solver.solve(lp)
     return None if result.x is None else np.clip(result.x[M * J:], 0.0, target)
 
 

@@ -9,13 +9,14 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions
+from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome
 from schedopt.policies.gavel.blocks import (fill_leftover, per_job_rows,
                                           solve_allocation_lp)
 from schedopt.policies.gavel.lp import (_lp_with_aux, _outcome, max_min_objective,
                                          normalized_throughput)
+from schedopt.policies.gavel.solving import as_solver, lp_solver
 from schedopt.core.problem import ThroughputProblem
 
 
@@ -25,8 +26,8 @@ def _box_check(robust: float) -> None:
                           f"got {robust}")
 
 
-def robust_max_min_fairness(problem: ThroughputProblem, robust: float, solver: str = "highs",
-                            options: SolveOptions = SolveOptions()) -> Outcome:
+def robust_max_min_fairness(problem: ThroughputProblem, robust: float,
+                            solver: Solver | str | None = None) -> Outcome:
     """Max-min fairness guaranteed for every true matrix T' in the box (1-r) T <= T' <= (1+r) T.
 
     Job m's realized level under T' is s_m (T'[m] @ X[m]) / (w_m T'[m] @ q), q_j = c_j / sum(c)
@@ -43,6 +44,7 @@ def robust_max_min_fairness(problem: ThroughputProblem, robust: float, solver: s
     raise it); details: guaranteed_level (the same), nominal_level (the objective at T), robust.
     """
     _box_check(robust)
+    solver = lp_solver(as_solver(solver))
     a = normalized_throughput(problem) * problem.runnable
     p = problem.throughput * (problem.capacity / problem.capacity.sum())[None, :]
     p = p / p.sum(axis=1, keepdims=True)
@@ -61,12 +63,12 @@ def robust_max_min_fairness(problem: ThroughputProblem, robust: float, solver: s
                       aux_upper=np.full(K + 1, np.inf))
     lp = dataclasses.replace(lp, col_lower=np.concatenate([lp.col_lower[:K], np.full(K, -np.inf),
                                                            np.zeros(1)]))
-    result, X = solve_allocation_lp(problem, lp, solver, options)
+    result, X = solve_allocation_lp(problem, lp, solver)
     if X is None:
-        return _outcome(result, None, None, None, solver)
+        return _outcome(result, None, None, None, solver.name)
     X = fill_leftover(problem, X)
     guaranteed = float(np.min(worst_case_levels(problem, X, robust)))
-    outcome = _outcome(result, X, guaranteed, result.bound, solver)
+    outcome = _outcome(result, X, guaranteed, result.bound, solver.name)
     outcome.details.update(guaranteed_level=guaranteed, nominal_level=max_min_objective(problem, X),
                            robust=robust)
     return outcome

@@ -25,8 +25,9 @@ water_filling: a = gavel.normalized_throughput (s_m T[m,j] / (w_m thr^eq_m); agn
 w_m on runnable types), rate 1, base 0. The result is the leximin allocation of the vector
 (a[m] @ X[m])_m, Gavel's max_min_fairness_water_filling(_perf): its smallest level is
 max_min_fairness's optimum, the next smallest is as large as possible given that, and so on.
-With the `decomposition` solver each stage is `levels.max_level` (warm-started from the
-previous stage's prices, proven gap `gap`); any backend name solves each stage as one LP.
+With method "decomposition" (what "auto" picks when no solver is named) each stage is
+`levels.max_level` (warm-started from the previous stage's prices, proven gap `gap`); method
+"lp" (or "auto" with a named backend) solves each stage as one LP on that backend.
 
 hierarchical_water_filling (Gavel's water filling with priority_reweighting_policies =
 'fairness' for every entity): a[m,j] = s_m T[m,j] / thr^eq_m (agnostic: s_m on runnable
@@ -57,7 +58,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedopt.backends import SolveOptions, Status
+from schedopt.backends import Status
+from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.policies.gavel import lp as gavel
 from schedopt.core.outcome import Outcome
@@ -65,8 +67,7 @@ from schedopt.policies.gavel.blocks import column, per_job_rows, solve_allocatio
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.gavel.level_hull import build_hulls, cost_on, segment_of
 from schedopt.policies.gavel.levels import LevelProblem, max_level
-
-DECOMPOSITION = gavel.DECOMPOSITION
+from schedopt.policies.gavel.solving import DECOMPOSITION, Method, choose_method, lp_solver
 GAP = 1e-7             # proven relative gap of every max_level stage
 DUAL_SHARE = 1e-6      # a job is bottlenecked when its dual share y_m rate_m (they sum to 1)
 DUAL_FLOOR = 1e-9      # exceeds both this fraction of the largest share and this value
@@ -103,9 +104,10 @@ def _reached(a, X, rising, base, rate) -> float:
     return float(np.min((_levels(a, X)[rising] - base[rising]) / rate[rising]))
 
 
-def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float = GAP) -> StageSolver:
+def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float = GAP,
+                         solver: Solver | None = None) -> StageSolver:
     """Stages solved by `levels.max_level`: a rising job's gain is a / rate and its offset
-    base / rate (a[m] @ X[m] >= base + rate C).
+    base / rate (a[m] @ X[m] >= base + rate C); solver: the restricted LPs' (`max_level`).
 
     A frozen job held at its top level with a single best type has one allocation (all of its
     time there): it leaves the level problem, its GPUs leave the capacity, unless that would
@@ -131,7 +133,7 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
         try:
             solution = max_level(LevelProblem(gain, s[keep], left, rising[keep],
                                               np.where(rising, base / divisor, floor)[keep]),
-                                 start=warm, gap=gap)
+                                 start=warm, gap=gap, solver=solver)
         except PolicyError:  # no solution: floors that cannot all be met
             return None
         X = np.zeros_like(a)
@@ -144,8 +146,7 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
     return solve
 
 
-def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: str,
-              options: SolveOptions) -> StageSolver:
+def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: Solver) -> StageSolver:
     """Stages solved as one LP each on a backend (columns X then C; rows scaled to O(1))."""
     M, J = a.shape
     top = a.max(axis=1)
@@ -157,7 +158,7 @@ def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: str,
         lower = np.where(rising, base, floor) * scale
         lp = gavel._lp_with_aux(problem, rows, lower, np.full(M, np.inf), aux_cost=np.ones(1),
                                 aux_upper=np.full(1, np.inf))
-        result, X = solve_allocation_lp(problem, lp, solver, options)
+        result, X = solve_allocation_lp(problem, lp, solver)
         if X is None or result.row_duals is None:
             return None
         y = np.maximum(-result.row_duals[M + J:] * scale, 0.0)
@@ -489,20 +490,29 @@ def _details(problem: ThroughputProblem, filling: Filling, levels: np.ndarray,
     return details
 
 
-def water_filling(problem: ThroughputProblem, solver: str = DECOMPOSITION,
-                  options: SolveOptions = SolveOptions(), agnostic: bool = False,
-                  gap: float = GAP) -> Outcome:
+def _stages(problem: ThroughputProblem, a: np.ndarray, method: Method,
+            solver: Solver | str | None, gap: float = GAP) -> tuple[StageSolver, str]:
+    """The stage solver `method` picks (`solving.choose_method`) and what Outcome.solver says."""
+    method, solver = choose_method(method, solver)
+    if method == DECOMPOSITION:
+        return decomposition_stages(problem, a, gap, solver), DECOMPOSITION
+    solver = lp_solver(solver)
+    return lp_stages(problem, a, solver), solver.name
+
+
+def water_filling(problem: ThroughputProblem, solver: Solver | str | None = None,
+                  agnostic: bool = False, gap: float = GAP,
+                  method: Method = "auto") -> Outcome:
     """The leximin allocation of the max-min terms a[m] @ X[m] (module docstring).
 
     objective: the smallest level (max_min_fairness's optimum); bound: the first stage's proven
     upper bound; details: levels (distinct levels), solves (LPs), stages, job_levels."""
+    a = gavel.normalized_throughput(problem, agnostic) * problem.runnable
+    stages, solver = _stages(problem, a, method, solver, gap)
     if problem.num_jobs == 0:
         return _empty(problem, solver)
     problem.require_runnable()
     start = time.perf_counter()
-    a = gavel.normalized_throughput(problem, agnostic) * problem.runnable
-    stages = (decomposition_stages(problem, a, gap) if solver == DECOMPOSITION
-              else lp_stages(problem, a, solver, options))
     filling = progressive_filling(a, problem.scale_factor, problem.capacity,
                                   flat_paths(a.max(axis=1)), stages)
     seconds = time.perf_counter() - start
@@ -514,21 +524,19 @@ def water_filling(problem: ThroughputProblem, solver: str = DECOMPOSITION,
                    seconds, solver, _details(problem, filling, levels, filling.level))
 
 
-def hierarchical_water_filling(problem: ThroughputProblem, solver: str = DECOMPOSITION,
-                               options: SolveOptions = SolveOptions(),
-                               agnostic: bool = False) -> Outcome:
+def hierarchical_water_filling(problem: ThroughputProblem, solver: Solver | str | None = None,
+                               agnostic: bool = False, method: Method = "auto") -> Outcome:
     """Water filling among users by user weight, then among each user's jobs by job weight
     (module docstring). objective: the first stage's water level; details: levels (distinct
     water levels at which jobs froze), solves, job_levels (a[m] @ X[m], unweighted),
     user_shares (named users' share / weight)."""
+    a = _unweighted(problem, agnostic)
+    stages, solver = _stages(problem, a, method, solver)
     if problem.num_jobs == 0:
         return _empty(problem, solver)
     problem.require_runnable()
     start = time.perf_counter()
-    a = _unweighted(problem, agnostic)
     paths = user_paths(problem, a.max(axis=1))
-    stages = (decomposition_stages(problem, a) if solver == DECOMPOSITION
-              else lp_stages(problem, a, solver, options))
     filling = progressive_filling(a, problem.scale_factor, problem.capacity, paths, stages)
     seconds = time.perf_counter() - start
     if filling is None:

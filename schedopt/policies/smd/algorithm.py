@@ -41,7 +41,7 @@ from schedopt.policies.smd.knapsack import exchange_pass, knapsack_step, resourc
 from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
-from schedopt.policies.smd.repair import repair
+from schedopt.policies.smd.repair import place, repair
 from schedopt.policies.smd.search import ruin_and_recreate
 
 DEFAULT_EPSILON = 0.05
@@ -51,6 +51,7 @@ DEFAULT_SEARCH_STEPS = 40  # ruin-and-recreate steps after the paper's method
 DEFAULT_TIME_LIMIT = 5.0  # seconds: a safety cap on the search (docs/smd.md)
 REPAIR_LIMIT = 30.0  # seconds the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
+PLACE_LIMIT = 0.25  # seconds CP-SAT may take to place the bound's configuration choice
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
 
 
@@ -194,28 +195,32 @@ def _is_small(problem: SmdProblem, cfg: Configurations) -> bool:
 
 
 def lagrangian_bound(problem: SmdProblem, cfg: Configurations, shares: np.ndarray,
-                     start: np.ndarray | None = None, iterations: int = BOUND_ITERATIONS) -> float:
-    """A proven lower bound (seconds) on every placement's sum of completion times: for prices
+                     start: np.ndarray | None = None,
+                     iterations: int = BOUND_ITERATIONS) -> tuple[float, np.ndarray]:
+    """(bound, mu): a proven lower bound (seconds) on every placement's sum of completion times: for prices
     mu >= 0 on the cluster's totals of the resources every machine limits,
     sum_i min_k (T_ik + mu . shares_ik) - sum(mu) (a Lagrangian dual of the configuration
     choice with the placement relaxed to the totals), at the best mu of `resource_prices`."""
     if problem.num_jobs == 0:
-        return 0.0
+        return 0.0, np.zeros(shares.shape[2])
     T = cfg.time
     mu = resource_prices(np.where(cfg.valid, T, np.inf), shares, cfg.valid, start, iterations)
     n, K, R = shares.shape
     L = np.where(cfg.valid, T + (shares.reshape(n * K, R) @ mu).reshape(n, K), np.inf)
-    return float(L.min(axis=1).sum() - mu.sum())
+    return float(L.min(axis=1).sum() - mu.sum()), mu
 
 
 def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
-        seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT) -> SmdSolution:
+        seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
+        place_limit: float = PLACE_LIMIT) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
     - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
       and the bounded placement search cannot place one worker and one PS per job: it places
       them or proves that nothing can (status infeasible with that reason);
+    - the Lagrangian bound's own configuration choice as one more start of phase 2, placed
+      first fit or, when that fails, by CP-SAT within `place_limit` seconds (0: not tried);
     - `search_steps` steps of ruin and recreate (`schedopt.policies.smd.search`, numpy, random
       choices from `seed`); the search also stops at `time_limit` seconds of the whole call, a
       safety cap that only binds on a machine much slower than the measured one (docs/smd.md),
@@ -241,8 +246,10 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     if start is None:
         ones = np.ones(problem.num_jobs, dtype=np.int64)
         start, how = pack_counts(problem, ones, ones), "search"
+    program = None
     if start is None:
-        placed, why = repair(exact_program(problem, cfg, symmetry=False), REPAIR_LIMIT)
+        program = exact_program(problem, cfg, symmetry=False)
+        placed, why = repair(program, REPAIR_LIMIT)
         if placed is None:
             proven = why == "infeasible"
             reason = ("no placement of one worker and one PS per job exists (proven by CP-SAT)"
@@ -268,6 +275,18 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         choice = phase1["choice"]
         realized = pack_counts(problem, cfg.workers[rows, choice], cfg.ps[rows, choice])
         starts += [] if realized is None else [fill(realized)]
+    bound, prices = lagrangian_bound(problem, cfg, shares)
+    # the bound's own choice (priced up until the cluster totals hold it), placed first fit
+    choice = _fitting_choice(np.where(cfg.valid, T, np.inf), shares, prices)
+    if choice is not None:
+        realized = pack_counts(problem, cfg.workers[rows, choice], cfg.ps[rows, choice])
+        if realized is None and place_limit > 0:  # CP-SAT places what first fit cannot
+            placed, _ = place(program or exact_program(problem, cfg, symmetry=False), choice,
+                              place_limit)
+            realized = None if placed is None else Packing.of(problem, placed.workers, placed.ps)
+            if realized is not None:
+                realized.relocate = RELOCATE
+        starts += [] if realized is None else [fill(realized)]
     sizes = (problem.worker_demand @ price, problem.ps_demand @ price)
     passes = {"sizes": sizes} if small else {"rounds": 2, "max_trials": problem.num_jobs}
     finals = [exchange_pass(problem, pk, cfg.workers, cfg.ps, T, **passes) for pk in starts]
@@ -277,7 +296,6 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     details["start"] = how
     details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
     searched = time.perf_counter()
-    bound = lagrangian_bound(problem, cfg, shares)
     if search_steps and problem.num_jobs:
         left = time_limit - (time.perf_counter() - clock)
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,

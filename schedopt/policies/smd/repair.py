@@ -18,17 +18,18 @@ from schedopt.policies.smd.model import Placement
 SOLVER = "cpsat"
 
 
-def repair(program: ExactProgram, time_limit: float) -> tuple[Placement | None, str]:
-    """(a placement of one worker and one PS per job or None, why): "placed", "infeasible"
-    (proven: no placement exists), "time limit" (none found within time_limit seconds) or
-    "no solver" (CP-SAT, the `ortools` extra, is not installed)."""
+def place(program: ExactProgram, choice: np.ndarray, time_limit: float) -> tuple[Placement | None, str]:
+    """(a placement of exactly the configurations `choice` (n,) column indices, or None, why):
+    "placed", "infeasible" (proven: no placement of them exists), "time limit" (none found
+    within time_limit seconds) or "no solver" (CP-SAT, the `ortools` extra, is not installed)."""
     lp = program.lp
-    upper = lp.col_upper.copy()
-    z = upper[program.z.columns].reshape(program.z.shape)
-    z[:, 1:] = 0  # column 0 is (1, 1) for every job
-    upper[program.z.columns] = z.ravel()
+    lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
+    fixed = np.zeros(program.z.shape)
+    fixed[np.arange(fixed.shape[0]), choice] = 1
+    lower[program.z.columns] = upper[program.z.columns] = fixed.ravel()
     try:
-        result = solve_lp(dataclasses.replace(lp, col_upper=upper, c=np.zeros(lp.num_cols)),
+        result = solve_lp(dataclasses.replace(lp, col_lower=lower, col_upper=upper,
+                                              c=np.zeros(lp.num_cols)),
                           SOLVER, SolveOptions(time_limit=time_limit, threads=1))
     except SolveError:
         return None, "no solver"
@@ -37,3 +38,8 @@ def repair(program: ExactProgram, time_limit: float) -> tuple[Placement | None, 
         return Placement(x[program.x.columns].reshape(program.x.shape),
                          x[program.y.columns].reshape(program.y.shape)), "placed"
     return None, "infeasible" if result.status.value == "infeasible" else "time limit"
+
+
+def repair(program: ExactProgram, time_limit: float) -> tuple[Placement | None, str]:
+    """`place` of one worker and one PS per job (configuration column 0 is (1, 1))."""
+    return place(program, np.zeros(program.z.shape[0], dtype=np.int64), time_limit)

@@ -30,6 +30,9 @@ from schedopt.policies.chronus.boundary import (
 )
 from schedopt.instance.model import Instance
 from schedopt.policies.chronus.lease_milp import DEFAULT_SOLVER
+from schedopt.policies.chronus.pools import plan_pools
+
+ALL_TYPES = "all"  # gpu_type option: every GPU type, the lease MILP choosing each job's type
 
 DEFAULT_TIME_LIMIT = 5.0  # seconds per lease MILP, as in Chronus's artifact
 
@@ -54,6 +57,10 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
     settings = LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma, solver,
                              DEFAULT_TIME_LIMIT if options.time_limit is None
                              else options.time_limit, horizon_seconds, slots_per_doubling)
+    if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
+        return _pools_outcome(instance, settings, round_up, solver, clock)
+    if gpu_type == ALL_TYPES:
+        gpu_type = None
     data = LeaseInstance.from_instance(instance, gpu_type, round_up)
     everyone = np.arange(data.num_jobs)
     jobs = data.lease_jobs(everyone, data.run_s)
@@ -88,6 +95,33 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
                    solver, details)
 
 
+def _pools_outcome(instance: Instance, settings: LeaseSettings, round_up: bool, solver: str,
+                   clock: float) -> Outcome:
+    """`chronus_policy` over every GPU type (`pools.plan_pools`); details as there, plus `pools`
+    {job id: GPU type} for the jobs of `leases`, and `gpu_type` the types joined by ",". """
+    d = plan_pools(instance, settings, round_up)
+    ids, plan = d.ids, d.plan
+    X = np.zeros((ids.size, len(d.types)))
+    X[d.running, d.pool[d.running]] = 1.0
+    details = {
+        "leases": {ids[j]: list(held) for j, held in sorted(d.leases.items()) if held},
+        "pools": {ids[j]: d.types[d.pool[j]] for j in sorted(d.leases) if d.leases[j]},
+        "admitted": ids[d.admitted].tolist(), "rejected": ids[d.slo & ~d.admitted].tolist(),
+        "running": ids[d.running].tolist(), "lease_seconds": settings.lease_seconds,
+        "gpu_type": ",".join(d.types), "gpus": int(sum(t.count for t in
+                                                       instance.cluster.gpu_types.values())),
+        "sigma": d.sigma,
+        "gap": None if plan is None else plan.gap,
+        "used_fallback": False if plan is None else plan.source == "greedy",
+        "milp_seconds": None if plan is None else plan.solve_seconds,
+    }
+    if plan is None:
+        return Outcome.from_status(X, Status.OPTIMAL, 0.0, 0.0, time.perf_counter() - clock,
+                                   solver, details)
+    return Outcome.from_status(X, plan.status, plan.objective, plan.bound,
+                               time.perf_counter() - clock, solver, details)
+
+
 @dataclasses.dataclass(frozen=True)
 class ChronusOptions:
     """lease_seconds, resume_overhead_s: seconds; horizon_leases: leases planned one by one
@@ -96,7 +130,8 @@ class ChronusOptions:
     None: exactly horizon_leases leases, the window before it was set in time), past the first
     horizon_leases leases planned in slots of 2, 4, 8... leases; slots_per_doubling: slots of
     one width before the width doubles; sigma: weight of the GPUs of SLO jobs in the next
-    lease, or "adaptive"; gpu_type: the pool (None: the instance's only or first type);
+    lease, or "adaptive"; gpu_type: the pool (None: the type with the most GPUs; "all":
+    every type, the lease MILP choosing each job's type by its steps/s there);
     round_up: round GPU counts up to 1, 2, 4, 8n."""
 
     lease_seconds: float = 1200.0
@@ -124,7 +159,7 @@ class Chronus(Policy):
 
     name = "chronus"
     summary = ("Deadline-aware leases (Chronus): admission control, lease MILP for SLO jobs, "
-               "shortest remaining service for the rest, on one GPU type.")
+               "shortest remaining service for the rest, on one GPU type or (gpu_type=all) all.")
     objective_doc = ("sum of chosen deadline-option values + sigma x (GPUs of SLO jobs in the "
                      "next lease) / pool size")
     Options = ChronusOptions

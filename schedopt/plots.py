@@ -55,7 +55,7 @@ def jct_vs_load(sweep: pd.DataFrame, ax=None):
 def slo_miss_vs_deadline(sweep: pd.DataFrame, ax=None):
     """SLO deadline-miss ratio against the deadline factor (deadline = factor x duration), one
     line per scheduler, from a frame with columns deadline_factor, scheduler, slo_miss_ratio
-    (e.g. rows of `schedopt.simulation.lease_sim` summaries). Returns the figure."""
+    (e.g. rows of lease-run summaries, `schedopt.simulation.metrics.lease_summary`). Returns the figure."""
     fig, ax = figure_axes(ax)
     _lines(ax, sweep, "deadline_factor", "slo_miss_ratio", "scheduler", 1.0)
     ax.set_xlabel("Deadline factor (deadline = factor x job duration)")

@@ -17,11 +17,11 @@ import warnings
 import pandas as pd
 
 from schedopt.core.decisions import DecisionKind
-from schedopt.core.registry import resolve
-from schedopt.errors import PolicyError, SchedoptError
+from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.policies.baselines.queues import MachineTrace
-from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
+from schedopt.simulation.common import (SimulationConfig, SimulationResult, policy_deciding,
+                                        progress_bar)
 from schedopt.simulation.metrics import jain_index, share_fairness
 from schedopt.simulation.queues_loop import run_queues
 
@@ -52,13 +52,9 @@ def simulate_allox(instance: Instance | MachineTrace, scheduler: str = "allox",
     `alpha` in (0, 1] is AlloX's fairness knob (only `allox` uses it). `progress` shows a bar
     over started jobs."""
     name = queue_policy(scheduler)
-    try:
-        policy = resolve(name)[0]
-    except PolicyError:
-        policy = None
-    if policy is None or policy.decision != DecisionKind.QUEUES:
-        raise SchedoptError(f"unknown AlloX scheduler {scheduler!r}; expected a queue policy "
-                            f"such as {', '.join(SCHEDULERS)}")
+    policy = policy_deciding(name, DecisionKind.QUEUES,
+                             f"unknown AlloX scheduler {scheduler!r}; expected a queue policy "
+                             f"such as {', '.join(SCHEDULERS)}")
     if not (isinstance(alpha, (int, float)) and 0.0 < alpha <= 1.0):
         raise SchedoptError(f"alpha must be in (0, 1], got {alpha!r}")
     options = policy.parse_options({"alpha": float(alpha)} if "alpha" in policy.option_names

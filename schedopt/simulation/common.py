@@ -212,6 +212,21 @@ def policy_of(policy: "str | Policy") -> "Policy":
     return resolve(policy)[0] if isinstance(policy, str) else policy
 
 
+def policy_deciding(name: str, kind: DecisionKind, unknown: str) -> "Policy":
+    """The registered policy `name`, which must decide `kind`; otherwise SchedoptError with the
+    message `unknown` (one line naming what was expected)."""
+    from schedopt.core.registry import resolve
+    from schedopt.errors import PolicyError
+
+    try:
+        policy = resolve(name)[0]
+    except PolicyError:
+        raise SchedoptError(unknown) from None
+    if policy.decision != kind:
+        raise SchedoptError(unknown)
+    return policy
+
+
 def policy_name(policy: "str | Policy") -> str:
     """The name a run reports: the name as given, or the Policy's own."""
     return policy if isinstance(policy, str) else policy.name

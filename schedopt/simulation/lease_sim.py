@@ -12,12 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from schedopt.core.decisions import DecisionKind
-from schedopt.core.registry import resolve
-from schedopt.errors import PolicyError, SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.policies.chronus.boundary import LeaseSettings
 from schedopt.simulation import simulate
-from schedopt.simulation.common import SimulationConfig, SimulationResult
+from schedopt.simulation.common import SimulationConfig, SimulationResult, policy_deciding
 
 __all__ = ["SCHEDULERS", "LeaseSimulationConfig", "LeaseSimulationResult", "simulate_leases"]
 
@@ -52,11 +50,7 @@ def simulate_leases(trace: Instance, scheduler: str = "chronus",
                     config: LeaseSimulationConfig = LeaseSimulationConfig(),
                     progress: bool = False) -> SimulationResult:
     """Replay `trace` lease by lease under the lease policy `scheduler`."""
-    try:
-        policy = resolve(scheduler)[0]
-    except PolicyError:
-        policy = None
-    if policy is None or policy.decision != DecisionKind.LEASES:
-        raise SchedoptError(f"unknown lease scheduler {scheduler!r}; expected a lease policy "
-                            f"such as {', '.join(SCHEDULERS)}")
+    policy = policy_deciding(scheduler, DecisionKind.LEASES,
+                             f"unknown lease scheduler {scheduler!r}; expected a lease policy "
+                             f"such as {', '.join(SCHEDULERS)}")
     return simulate(trace, scheduler, config.simulation_config(policy.option_names), progress)

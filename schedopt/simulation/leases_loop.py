@@ -134,7 +134,11 @@ def _contract_step(policy: Policy, options: Any, solver: Solver, boundary: Lease
     if not isinstance(plan, LeasePlan):
         raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.LEASES.value}) "
                             f"returned {type(plan).__name__}, expected a LeasePlan")
-    running = np.isin(boundary.ids, np.asarray(plan.running, dtype=object))
+    X = outcome.allocation
+    if X is not None and X.shape[0] == boundary.jobs.num_jobs:
+        running = X.any(axis=1)  # a LEASES allocation marks the jobs holding GPUs next lease
+    else:
+        running = np.isin(boundary.ids, np.asarray(plan.running, dtype=object))
     return running, outcome.details.get("gap"), outcome.details.get("used_fallback")
 
 

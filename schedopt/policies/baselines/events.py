@@ -15,6 +15,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from schedopt.core.problem import ThroughputProblem
 
 
@@ -23,6 +25,19 @@ class EventProblem(ThroughputProblem):
     """A ThroughputProblem carrying the state of one decision point in `event`."""
 
     event: Any = None
+
+
+def event_arrays(event: Any, job_ids: tuple[str, ...], gpu_types: tuple[str, ...],
+                 throughput: np.ndarray, scale_factor: np.ndarray, capacity: np.ndarray,
+                 remaining_steps: np.ndarray, time_since_arrival: np.ndarray,
+                 time_to_deadline: np.ndarray) -> EventProblem:
+    """An EventProblem straight from arrays the simulator has already checked (no copies, no
+    validation: it is built at every decision point); weight 1, cost and isolated time
+    unknown."""
+    M, J = throughput.shape
+    return EventProblem(job_ids, gpu_types, throughput, scale_factor, np.ones(M), capacity,
+                        np.full(J, np.nan), remaining_steps, time_since_arrival, np.zeros(M),
+                        time_to_deadline, event=event)
 
 
 def event_problem(base: ThroughputProblem, event: Any) -> EventProblem:

@@ -25,7 +25,7 @@ from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.baselines.events import EventProblem, event_of, event_problem  # noqa: F401
+from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of
 from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseJobs, LeaseSettings,
                                                 fill_in_order)
 
@@ -60,13 +60,12 @@ class LeaseBoundary:
         throughput 1 (a second of running per second held), remaining_steps the seconds of
         running left."""
         jobs = self.jobs
-        base = ThroughputProblem.from_arrays(
-            np.ones((jobs.num_jobs, 1)), jobs.gpus, None, [self.capacity], job_ids=self.ids,
-            gpu_types=(self.gpu_type,), remaining_steps=jobs.remaining_s,
-            time_since_arrival=self.now - self.arrival,
-            time_to_deadline=np.where(np.isfinite(self.deadline), self.deadline - self.now,
-                                      np.nan))
-        return event_problem(base, self)
+        n = jobs.num_jobs
+        return event_arrays(self, tuple(self.ids), (self.gpu_type,), np.ones((n, 1)),
+                            jobs.gpus.astype(float), np.array([float(self.capacity)]),
+                            jobs.remaining_s, self.now - self.arrival,
+                            np.where(np.isfinite(self.deadline), self.deadline - self.now,
+                                     np.nan))
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: 
                      boundary.gpu_type)
     details = {"leases": plan.leases, "running": ids, "lease_seconds": boundary.lease_seconds,
                "gpu_type": boundary.gpu_type, "gpus": boundary.capacity}
-    return Outcome.from_status(X, Status.OPTIMAL, None, None, seconds, algorithm, details,
+    return Outcome.from_status(X, Status.FEASIBLE, None, None, seconds, algorithm, details,
                                decision=plan)
 
 

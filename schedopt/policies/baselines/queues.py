@@ -42,7 +42,7 @@ from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.policies.allox.matching import allox_processing_times
-from schedopt.policies.baselines.events import EventProblem, event_of, event_problem
+from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of
 
 FASTEST_TOLERANCE = 1e-9  # relative: processing times this close count as equally fast
 
@@ -142,11 +142,10 @@ class QueueDecision:
         """This decision as the problem a QUEUES policy solves (the waiting jobs; throughput
         and capacity are not what these policies read: machines are in `event`)."""
         waiting = np.flatnonzero(self.queued)
-        base = ThroughputProblem.from_arrays(
-            np.zeros((waiting.size, 0)), None, None, np.zeros(0),
-            job_ids=np.asarray(self.trace.ids, dtype=object)[waiting], gpu_types=(),
-            time_since_arrival=self.now - self.trace.arrival[waiting])
-        return event_problem(base, self)
+        return event_arrays(self, tuple(np.asarray(self.trace.ids, dtype=object)[waiting]), (),
+                            np.zeros((waiting.size, 0)), np.ones(waiting.size), np.zeros(0),
+                            np.full(waiting.size, np.nan), self.now - self.trace.arrival[waiting],
+                            np.full(waiting.size, np.nan))
 
 
 def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], seconds: float,
@@ -165,7 +164,7 @@ def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], second
     waiting = np.asarray(trace.ids, dtype=object)[decision.queued & ~chosen].tolist()
     plan = MachineQueues(queues, schedule, waiting)
     out = {"queues": queues, "schedule": schedule, "waiting": waiting, **(details or {})}
-    return Outcome.from_status(None, Status.OPTIMAL, None, None, seconds, algorithm, out,
+    return Outcome.from_status(None, Status.FEASIBLE, None, None, seconds, algorithm, out,
                                decision=plan)
 
 

@@ -9,6 +9,7 @@ whose decision is LEASES); the loop is `schedopt.simulation.leases_loop`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from schedopt.core.decisions import DecisionKind
@@ -37,9 +38,9 @@ class LeaseSimulationConfig:
     def simulation_config(self, option_names: tuple[str, ...]) -> SimulationConfig:
         """The same run as a SimulationConfig for a policy taking `option_names`."""
         s = self.settings
-        values = {"lease_seconds": s.lease_seconds, "resume_overhead_s": s.resume_overhead_s,
-                  "horizon_leases": s.horizon_leases, "sigma": s.sigma,
-                  "gpu_type": self.gpu_type, "round_up": self.round_up}
+        values = {f.name: getattr(s, f.name) for f in dataclasses.fields(LeaseSettings)
+                  if f.name not in ("solver", "time_limit")}
+        values.update(gpu_type=self.gpu_type, round_up=self.round_up)
         return SimulationConfig(solver=s.solver, time_limit=s.time_limit,
                                 max_leases=self.max_leases,
                                 policy_options={k: v for k, v in values.items()

@@ -23,6 +23,7 @@ step (`schedopt.policies.chronus.boundary`) with that state.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable
 
@@ -62,16 +63,14 @@ class LeaseState:
 
 
 def settings_of(options: Any, solver: Solver, config: SimulationConfig) -> LeaseSettings:
-    """The lease settings a run uses: lease length, overhead, window and sigma from the policy's
-    options (chronus's defaults where it has none), solver and time limit from the config."""
-    defaults = LeaseSettings()
-    return LeaseSettings(
-        getattr(options, "lease_seconds", defaults.lease_seconds),
-        getattr(options, "resume_overhead_s", defaults.resume_overhead_s),
-        getattr(options, "horizon_leases", defaults.horizon_leases),
-        getattr(options, "sigma", defaults.sigma),
-        solver.name or defaults.solver,
-        CHRONUS_TIME_LIMIT if config.time_limit is None else config.time_limit)
+    """The lease settings a run uses: every `LeaseSettings` field the policy's options have
+    (lease length, overhead, window, sigma; chronus's defaults for the others), the solver
+    and time limit from the config."""
+    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(LeaseSettings)
+             if f.name not in ("solver", "time_limit") and hasattr(options, f.name)}
+    return LeaseSettings(**given, solver=solver.name or LeaseSettings.solver,
+                         time_limit=CHRONUS_TIME_LIMIT if config.time_limit is None
+                         else config.time_limit)
 
 
 def run_leases(trace: Instance, policy: Policy, options: Any, name: str,

@@ -83,20 +83,20 @@ def main() -> None:
         return
 
     from schedopt.instance import load_instance
-    from schedopt.simulation.allox_sim import SCHEDULERS, alpha_sweep, simulate_allox
+    from schedopt.simulation.allox_sim import SCHEDULERS, alpha_sweep
 
     alphas = [float(a) for a in args.alphas.split(",")]
     if args.seeds:
         averaged(args.seeds, alphas)
         return
     instance = load_instance(INSTANCE)
-    simulate_allox(instance, "allox")  # warm-up: imports, so the wall times below compare
+    run(instance, "allox", 1.0)  # warm-up: imports, so the wall times below compare
     print("| scheduler | average JCT (s) | p90 JCT (s) | makespan (s) | Jain (shares) | Jain (users' avg JCT) "
           "| GPU util. | CPU util. | wall s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for scheduler, alpha in [("allox", 1.0), ("allox", 0.5), *((s, 1.0) for s in SCHEDULERS[1:])]:
         began = time.perf_counter()
-        s = simulate_allox(instance, scheduler, alpha).summary
+        s = run(instance, scheduler, alpha).summary
         wall = time.perf_counter() - began
         name = f"allox (alpha={alpha:g})" if scheduler == "allox" else scheduler
         print(f"| {name} | {s['average_jct_s']:.0f} | {s['p90_jct_s']:.0f} | {s['makespan_s']:.0f} "
@@ -107,20 +107,28 @@ def main() -> None:
     print(sweep.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
 
 
+def run(instance, policy: str, alpha: float):
+    """One simulation of `policy` (alpha: allox's fairness knob) through the engine."""
+    from schedopt.simulation import SimulationConfig, simulate
+
+    options = {"alpha": alpha} if policy == "allox" else {}
+    return simulate(instance, policy, SimulationConfig(policy_options=options))
+
+
 def averaged(seeds: int, alphas: list[float]) -> None:
     """Mean over traces drawn with seeds 0..seeds-1 of average JCT and Jain (shares) per
     scheduler and alpha, and how often a smaller alpha gave fairer shares than alpha = 1."""
     import pandas as pd
 
     from schedopt.instance import parse_instance
-    from schedopt.simulation.allox_sim import SCHEDULERS, simulate_allox
+    from schedopt.simulation.allox_sim import SCHEDULERS
 
     runs = [("allox", a) for a in alphas] + [(s, 1.0) for s in SCHEDULERS[1:]]
     rows = []
     for seed in range(seeds):
         instance = parse_instance(allox_40_document(seed))
         for scheduler, alpha in runs:
-            s = simulate_allox(instance, scheduler, alpha).summary
+            s = run(instance, scheduler, alpha).summary
             rows.append({"seed": seed, "run": f"allox alpha={alpha:g}" if scheduler == "allox"
                          else scheduler, "average_jct_s": s["average_jct_s"],
                          "jain_share": s["jain_share"], "jain_user_jct": s["jain_user_jct"]})

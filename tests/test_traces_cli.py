@@ -32,7 +32,7 @@ def test_gavel_throughputs_writes_a_performance_only_instance(tmp_path):
     assert inst.jobs == () and len(inst.performance.throughput) == 83
     assert {t.name: (t.count, t.gpus_per_node) for t in inst.cluster.gpu_types.values()} == {
         "v100": (8, 4), "p100": (16, 4), "k80": (24, 8)}
-    assert len(inst.performance.colocated) == 976
+    assert len(inst.performance.colocated) == 3 * 921  # every equal-scale-factor pair, [0, 0] kept
     assert err.strip() == f"wrote {out}: 0 jobs, 48 GPUs (8 v100, 16 p100, 24 k80), 83 job types"
     code, _, err = run("gavel-throughputs", TABLE, "-o", tmp_path / "two.yaml", "--gpu-types",
                        "v100,k80", "--gpus-per-node", "k80=4", "--no-colocation")

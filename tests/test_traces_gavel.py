@@ -52,11 +52,12 @@ def test_tiny_table_becomes_labels_rows_unconsolidated_and_measured_pairs(tiny):
                                   "B": {"v100": 2.0, "p100": 1.0},
                                   "A (batch size 1) x2": {"v100": 7.0, "p100": 3.5}}
     assert perf["unconsolidated"] == {"A (batch size 1) x2": {"v100": 6.0}}
-    # B with itself is [0, 0] (not measured): left out; A-B once, labels sorted.
+    # B with itself is [0, 0] (measured: cannot share): kept; A-B once, labels sorted.
     assert perf["colocated"] == [
         {"types": ["A (batch size 1)", "A (batch size 1)"], "gpu_type": "v100",
          "throughput": [2.0, 2.0]},
-        {"types": ["A (batch size 1)", "B"], "gpu_type": "v100", "throughput": [3.0, 1.5]}]
+        {"types": ["A (batch size 1)", "B"], "gpu_type": "v100", "throughput": [3.0, 1.5]},
+        {"types": ["B", "B"], "gpu_type": "v100", "throughput": [0.0, 0.0]}]
     assert "colocated" not in gavel_performance(tiny[0], colocation=False)
     assert parse_label("A (batch size 1) x2") == ("A (batch size 1)", 2)
     assert parse_label("B") == ("B", 1)
@@ -79,7 +80,7 @@ def test_tiny_trace_every_field(tiny):
     assert dict(inst.performance.unconsolidated) == {"A (batch size 1) x2": {"v100": 6.0}}
     assert inst.performance.colocated == ()
     with_pairs = read_gavel_trace(trace, table, TINY_CLUSTER)
-    assert len(with_pairs.performance.colocated) == 2
+    assert len(with_pairs.performance.colocated) == 3
 
 
 def test_gavels_older_nine_field_lines_are_read(tiny, tmp_path):
@@ -130,7 +131,12 @@ def test_gavels_table_has_83_job_types_per_gpu_type_and_measured_values():
         "v100": 13.94274652803731, "p100": 10.729904712124876}
     assert len(perf["unconsolidated"]) == 57
     per_gpu = {g: sum(p["gpu_type"] == g for p in perf["colocated"]) for g in ("v100", "p100", "k80")}
-    assert per_gpu == {"v100": 351 - 21, "p100": 351 - 11, "k80": 351 - 45}
+    # every pair of equal scale factor: 26 single-GPU types (351 pairs with self-pairs), 19
+    # types of each of 2, 4 and 8 GPUs (190 each); Gavel's [0, 0] kept (21, 11, 45 single-GPU)
+    assert per_gpu == {"v100": 351 + 3 * 190, "p100": 351 + 3 * 190, "k80": 351 + 3 * 190}
+    zeros = {g: sum(p["gpu_type"] == g and p["throughput"] == [0, 0] and " x" not in p["types"][0]
+                    for p in perf["colocated"]) for g in ("v100", "p100", "k80")}
+    assert zeros == {"v100": 21, "p100": 11, "k80": 45}
     assert reference_gpu(perf) == "v100"
     counts = {"v100": 8, "p100": 16, "k80": 24}
     assert {s: len(k) for s, k in job_types_by_scale_factor(perf, counts, "v100").items()} == {

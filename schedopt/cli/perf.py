@@ -170,10 +170,10 @@ def complete_command(source, output, pairs, isolated, ranks, lambdas, ensemble, 
     """Fill the missing entries of SOURCE's performance model by low-rank matrix completion.
 
     SOURCE: a schedopt instance, a schedopt-perf/1 model, or Gavel's throughput file. Measured
-    entries are kept; each filled entry gets steps/s and an uncertainty (sd of log steps/s, so
-    0.10 ~ +-10%). Gavel's table is missing 147 pair entries (pairs that did not share a GPU in
-    Gavel's runs, e.g. out of memory): completion predicts rates for them; use --no-pairs to
-    keep such pairs out.
+    entries are kept, zeros included (a pair measured at 0 steps/s cannot share); each filled
+    entry gets steps/s and an uncertainty (sd of log steps/s, so 0.10 ~ +-10%). A pair of job
+    types that mostly cannot share with their measured partners is predicted 0 ("cannot
+    share"; see docs/performance-models.md); use --no-pairs to leave unmeasured pairs out.
 
     \b
     schedopt perf complete instances/colocation.json -o colocation-full.json
@@ -200,14 +200,16 @@ def complete_command(source, output, pairs, isolated, ranks, lambdas, ensemble, 
     left = int(result.model.missing.sum())
     if as_json:
         doc = {"rank": result.rank, "lambda": result.lam, "filled": entries,
-               "still_missing": left, "heldout_rms_log_error": result.residual,
+               "cannot_share": int(result.cannot_share.sum()), "still_missing": left, "heldout_rms_log_error": result.residual,
                "validation": [{"rank": k, "lambda": lam, "mre": v}
                               for (k, lam), v in result.validation.items()]}
         click.echo(json.dumps(_finite(doc), indent=1, allow_nan=False))
     else:
         click.echo(f"{result.model.summary()}\nfilled {len(entries)} entries (rank {result.rank}, "
-                   f"lambda {result.lam:g}); {left} still missing")
-        rows = [[e["job_type"], e["gpu_type"], e["partner"] or "-", f"{e['steps_per_s']:.4g}",
+                   f"lambda {result.lam:g}; {int(result.cannot_share.sum())} predicted 0: cannot "
+                   f"share); {left} still missing")
+        rows = [[e["job_type"], e["gpu_type"], e["partner"] or "-",
+                 "0 (cannot share)" if e["steps_per_s"] == 0 else f"{e['steps_per_s']:.4g}",
                  "-" if e["uncertainty"] is None else f"{100 * e['uncertainty']:.0f}%"]
                 for e in entries[:max_rows]]
         if rows:

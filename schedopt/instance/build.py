@@ -97,7 +97,8 @@ def build_instance(doc: dict, source: str) -> Instance:
     performance = Performance(
         throughput=frozen_map(table),
         colocated=tuple(
-            Colocation(tuple(x["types"]), x["gpu_type"], tuple(float(v) for v in x["throughput"]))
+            Colocation(tuple(x["types"]), x["gpu_type"], tuple(float(v) for v in x["throughput"]),
+                       tuple(float(v) for v in x["unconsolidated"]) if "unconsolidated" in x else None)
             for x in p.get("colocated", [])
         ),
         unconsolidated=frozen_map({jt: _row(row) for jt, row in p.get("unconsolidated", {}).items()}),

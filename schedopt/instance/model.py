@@ -160,11 +160,15 @@ class Job:
 
 @dataclass(frozen=True)
 class Colocation:
-    """Steps/s of both jobs of a pair of job types sharing GPUs of `gpu_type`."""
+    """Steps/s of both jobs of a pair of job types sharing GPUs of `gpu_type` (two jobs of
+    the same scale factor s on the same s GPUs). [0, 0] is a measurement: the two cannot share.
+    `unconsolidated`: both rates when the pair's GPUs span several nodes, where they differ
+    from `throughput` (None: the same)."""
 
     types: tuple[str, str]
     gpu_type: str
     throughput: tuple[float, float]
+    unconsolidated: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,16 @@ Units: steps per second of one job on its `scale_factor` GPUs, as in the instanc
 holds estimates: finite values where `known` is False); `uncertainty` is the spread of an
 estimate in log steps/s (see `schedopt.perf.completion`), NaN where there is none.
 
-Pair columns apply only to job types that can be partners (those named in some colocated
-entry), and not on a GPU type where either job is measured at 0 steps/s alone: a multi-GPU job
-type in Gavel's table is never paired, so its pair cells are not "missing", they do not exist
-(`applicable`).
+A measured 0 is a measurement, never "unknown": 0 steps/s alone means the job type cannot run
+on that GPU type, and a pair measured at [0, 0] means the two job types cannot share it (Gavel
+stores 6,576 such pair entries, every multi-GPU pair among them).
+
+Which cells exist (`applicable`): every isolated cell, and every measured pair cell; a pair cell
+nobody measured exists only between job types that can be partners (those named in some
+colocated entry) of the same scale factor (two jobs share GPUs only when they use as many; the
+scale factor is read from the label, '<model> x<s>', see instances/README.md), and not on a GPU
+type where either job is measured at 0 steps/s alone (a job that cannot run there cannot share
+it either). Cells that do not exist are not "missing": completion leaves them alone.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from schedopt.instance.model import Colocation, Performance, frozen_map
+from schedopt.traces.performance import parse_label
 
 Configuration = tuple[str, "str | None"]  # (GPU type, partner job type or None)
 
@@ -45,7 +52,8 @@ class PerformanceModel:
     of the pair columns (each must also be a row); values: (R, C) steps/s, NaN = unknown;
     known: (R, C) bool, measured entries; uncertainty: (R, C) sd of log steps/s of estimates
     (None when nothing was estimated); unconsolidated: `performance.unconsolidated`, carried
-    through unchanged; name: free text.
+    through unchanged; unconsolidated_pairs: {(type a, type b, GPU type): (a's, b's steps/s)},
+    the colocated entries' `unconsolidated` rates, carried through unchanged; name: free text.
     """
 
     job_types: tuple[str, ...]
@@ -56,6 +64,7 @@ class PerformanceModel:
     uncertainty: np.ndarray | None = None
     unconsolidated: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
     name: str | None = None
+    unconsolidated_pairs: Mapping[tuple[str, str, str], tuple[float, float]] = field(default_factory=frozen_map)
 
     def __post_init__(self):
         shape = (len(self.job_types), len(self.gpu_types) * (1 + len(self.partners)))
@@ -107,18 +116,25 @@ class PerformanceModel:
         return np.array([index[p] for p in self.partners], dtype=np.int64)
 
     @property
+    def scale_factors(self) -> np.ndarray:
+        """(R,) int: each job type's scale factor (GPUs per job), read from its label."""
+        return np.array([parse_label(t)[1] for t in self.job_types], dtype=np.int64)
+
+    @property
     def applicable(self) -> np.ndarray:
-        """(R, C) bool: cells that exist: every isolated cell; pair cells among partners only,
-        and not on a GPU type where either job of the pair is measured at 0 steps/s alone
-        (a job that cannot run there cannot share it either)."""
+        """(R, C) bool: cells that exist (module doc): every isolated cell and every measured
+        pair cell; an unmeasured pair cell only between partners of the same scale factor, and
+        not on a GPU type where either job of the pair is measured at 0 steps/s alone."""
         J, P = len(self.gpu_types), len(self.partners)
         mask = np.zeros(self.shape, dtype=bool)
         mask[:, :J] = True
         rows = self.pair_rows
         cannot = self.known[:, :J] & (self.values[:, :J] == 0)  # (R, J)
         pair = ~cannot[rows][:, :, None] & ~cannot[rows].T[None, :, :]  # (P rows, J, P partners)
+        s = self.scale_factors[rows]
+        pair &= (s[:, None] == s[None, :])[:, None, :]
         mask[rows, J:] = pair.reshape(P, J * P)
-        return mask
+        return mask | self.known
 
     @property
     def is_pair(self) -> np.ndarray:
@@ -205,8 +221,10 @@ class PerformanceModel:
                 values[row[a], J + j * P + partner[b]] = ta
                 values[row[b], J + j * P + partner[a]] = tb
         unconsolidated = {t: dict(r) for t, r in section.get("unconsolidated", {}).items()}
+        loose = {(*p["types"], p["gpu_type"]): tuple(float(v) for v in p["unconsolidated"])
+                 for p in pairs if p.get("unconsolidated") is not None}
         return cls(tuple(job_types), tuple(gpu_types), tuple(partners), values,
-                   np.isfinite(values), None, frozen_map(unconsolidated), name)
+                   np.isfinite(values), None, frozen_map(unconsolidated), name, frozen_map(loose))
 
     @classmethod
     def from_performance(cls, performance: Performance, name: str | None = None) -> PerformanceModel:
@@ -214,15 +232,16 @@ class PerformanceModel:
         section = {
             "throughput": {t: dict(r) for t, r in performance.throughput.items()},
             "colocated": [{"types": list(c.types), "gpu_type": c.gpu_type,
-                           "throughput": list(c.throughput)} for c in performance.colocated],
+                           "throughput": list(c.throughput), "unconsolidated": c.unconsolidated}
+                          for c in performance.colocated],
             "unconsolidated": {t: dict(r) for t, r in performance.unconsolidated.items()},
         }
         return cls.from_section(section, name)
 
     def to_section(self) -> dict:
         """The `performance` section (plain dicts): every finite isolated value in throughput,
-        every pair whose two sides are finite and not both 0 in colocated (labels sorted, each
-        unordered pair once), unconsolidated as read."""
+        every pair whose two sides are finite in colocated ([0, 0] included: cannot share;
+        labels sorted, each unordered pair once), unconsolidated as read."""
         J, P = len(self.gpu_types), len(self.partners)
         throughput = {}
         for r, t in enumerate(self.job_types):
@@ -236,9 +255,13 @@ class PerformanceModel:
         for j, g in enumerate(self.gpu_types):
             ta = self.values[rows[q], J + j * P + p]
             tb = self.values[rows[p], J + j * P + q]
-            keep = np.flatnonzero(np.isfinite(ta) & np.isfinite(tb) & ((ta > 0) | (tb > 0)))
+            keep = np.flatnonzero(np.isfinite(ta) & np.isfinite(tb))
             colocated += [{"types": [self.partners[q[i]], self.partners[p[i]]], "gpu_type": g,
                            "throughput": [float(ta[i]), float(tb[i])]} for i in keep]
+        for entry in colocated:
+            loose = self.unconsolidated_pairs.get((*entry["types"], entry["gpu_type"]))
+            if loose is not None:
+                entry["unconsolidated"] = list(loose)
         section = {"throughput": throughput}
         if colocated:
             section["colocated"] = colocated
@@ -251,7 +274,8 @@ class PerformanceModel:
         s = self.to_section()
         return Performance(
             throughput=frozen_map({t: frozen_map(r) for t, r in s["throughput"].items()}),
-            colocated=tuple(Colocation(tuple(p["types"]), p["gpu_type"], tuple(p["throughput"]))
+            colocated=tuple(Colocation(tuple(p["types"]), p["gpu_type"], tuple(p["throughput"]),
+                                       tuple(p["unconsolidated"]) if "unconsolidated" in p else None)
                             for p in s.get("colocated", [])),
             unconsolidated=frozen_map({t: frozen_map(r) for t, r in s.get("unconsolidated", {}).items()}))
 
@@ -263,11 +287,13 @@ class PerformanceModel:
         def count(mask, cols):
             return int((mask & app)[:, cols].sum())
 
+        zero = self.values == 0
         return (f"{len(self.job_types)} job types x {len(self.gpu_types)} GPU types, "
                 f"{len(self.partners)} partners; isolated: {count(self.known, iso)} measured, "
                 f"{count(self.estimated, iso)} estimated, {count(self.missing, iso)} missing; "
-                f"pairs: {count(self.known, pair)} measured, {count(self.estimated, pair)} "
-                f"estimated, {count(self.missing, pair)} missing")
+                f"pairs: {count(self.known, pair)} measured ({count(self.known & zero, pair)} "
+                f"at 0: cannot share), {count(self.estimated, pair)} estimated "
+                f"({count(self.estimated & zero, pair)} at 0), {count(self.missing, pair)} missing")
 
 
 def model_from_arrays(job_types: Iterable[str], gpu_types: Iterable[str], isolated: np.ndarray,

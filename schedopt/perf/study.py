@@ -29,15 +29,17 @@ COLUMNS = ["target", "fraction", "seed", "hidden", "unfilled", "mre", "median", 
            "rank", "lam", "seconds"]
 
 
-def hide_units(model: PerformanceModel, fraction: float, target: str, seed: int) -> np.ndarray:
+def hide_units(model: PerformanceModel, fraction: float, target: str, seed: int, *,
+               zeros: bool = False) -> np.ndarray:
     """(R, C) bool: the cells of round(fraction x n) of the n measured positive units of kind
-    `target` ('pairs' or 'isolated'), drawn with numpy's default_rng(seed)."""
+    `target` ('pairs' or 'isolated'), drawn with numpy's default_rng(seed); with `zeros`,
+    units measured at 0 steps/s (cannot run, cannot share) are drawn from too."""
     if target not in TARGETS:
         raise SchedoptError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
     if not 0 <= fraction <= 1:
         raise SchedoptError(f"a fraction hidden must lie in [0, 1], got {fraction}")
     cols = model.is_pair if target == "pairs" else ~model.is_pair
-    cells = model.known & (model.values > 0) & cols[None, :]
+    cells = model.known & ((model.values > 0) | zeros) & cols[None, :] & np.isfinite(model.values)
     units = measurement_units(model, cells)
     n = int(units.max()) + 1 if cells.any() else 0
     chosen = np.zeros(n, dtype=bool)
@@ -51,7 +53,8 @@ def score(truth: np.ndarray, estimate: np.ndarray, uncertainty: np.ndarray | Non
     error = np.abs(estimate - truth) / truth
     coverage = float("nan")
     if uncertainty is not None and error.size:
-        coverage = float(np.mean(np.abs(np.log(estimate / truth)) <= 2 * uncertainty))
+        with np.errstate(divide="ignore"):  # an estimate of 0 (cannot share) is never covered
+            coverage = float(np.mean(np.abs(np.log(estimate / truth)) <= 2 * uncertainty))
     if not error.size:
         return {"mre": float("nan"), "median": float("nan"), "p90": float("nan"), "coverage": coverage}
     return {"mre": float(error.mean()), "median": float(np.median(error)),

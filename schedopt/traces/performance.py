@@ -109,10 +109,9 @@ def gavel_performance(source: str | os.PathLike | GavelTable, gpu_types=None, *,
     """The `performance` section from Gavel's table (a path, or `read_gavel_throughputs`' result).
 
     throughput[label][gpu]: isolated steps/s ("null"); unconsolidated[label][gpu]: the same
-    from `<gpu>_unconsolidated`, for s > 1 where present; colocated: every scale-factor-1 pair
-    (each unordered pair once, labels sorted, same-type pairs included) on every GPU type where
-    Gavel stored a measurement other than [0, 0]. `gpu_types` default: every worker type in the
-    file except *_unconsolidated, v100, p100, k80 first. `labels` (optional) keeps only those job types.
+    from `<gpu>_unconsolidated`, for s > 1 where present; colocated: `colocated_pairs`.
+    `gpu_types` default: every worker type in the file except *_unconsolidated, v100, p100,
+    k80 first. `labels` (optional) keeps only those job types.
     """
     name = "<table>" if isinstance(source, dict) else str(source)
     table = source if isinstance(source, dict) else read_gavel_throughputs(source)
@@ -138,13 +137,47 @@ def gavel_performance(source: str | os.PathLike | GavelTable, gpu_types=None, *,
     section = {"throughput": throughput}
     if unconsolidated:
         section["unconsolidated"] = unconsolidated
-    singles = sorted(m for m, s in keys if s == 1)
-    pairs = [{"types": [a, b], "gpu_type": g, "throughput": list(table[g][(a, 1)][(b, 1)])}
-             for g in gpu_types for i, a in enumerate(singles) for b in singles[i:]
-             if colocation and any(table[g].get((a, 1), {}).get((b, 1), [0, 0]))]
+    pairs = colocated_pairs(table, gpu_types, keys) if colocation else []
     if pairs:
         section["colocated"] = pairs
     return section
+
+
+def _pair_rates(rows: dict, a: GavelKey, b: GavelKey) -> list[float] | None:
+    """[a's steps/s, b's steps/s] sharing, from a's entry or else b's (reversed); None if neither."""
+    if b in rows.get(a, {}):
+        return list(rows[a][b])
+    if a in rows.get(b, {}):
+        return list(reversed(rows[b][a]))
+    return None
+
+
+def colocated_pairs(table: GavelTable, gpu_types, keys) -> list[dict]:
+    """Every pair entry of Gavel's table among `keys`, on each of `gpu_types`, as
+    `performance.colocated` entries: each unordered pair of job types once (labels sorted,
+    same-type pairs included), only pairs of equal scale factor (the only ones Gavel pairs).
+
+    Gavel's [0, 0] is a measurement, "these two jobs cannot share these GPUs" (Gavel measured
+    no multi-GPU pair that can), and is kept as [0, 0]. A pair's entry in `<gpu>_unconsolidated`
+    that differs from its `<gpu>` one is kept as the entry's `unconsolidated` rates (never the
+    case in Gavel's file, where the two tables hold the same pairs)."""
+    out = []
+    for g in gpu_types:
+        rows, loose = table[g], table.get(g + UNCONSOLIDATED, {})
+        present = sorted((k for k in keys if k in rows), key=lambda k: (k[1], label(*k)))
+        for i, a in enumerate(present):
+            for b in present[i:]:
+                if b[1] != a[1]:
+                    break
+                rates = _pair_rates(rows, a, b)
+                if rates is None:
+                    continue
+                entry = {"types": [label(*a), label(*b)], "gpu_type": g, "throughput": rates}
+                other = _pair_rates(loose, a, b)
+                if other is not None and other != rates:
+                    entry["unconsolidated"] = other
+                out.append(entry)
+    return out
 
 
 def subset_performance(performance: dict, labels=None, gpu_types=None, *,

@@ -51,7 +51,7 @@ def timed(f):
 
 def row(problem: SmdProblem, exact_limit: float) -> dict:
     ours, ours_s = timed(lambda: smd(problem))
-    paper, _ = timed(lambda: smd(problem, time_limit=0))
+    paper, _ = timed(lambda: smd(problem, beyond=False))
     exact, exact_s = timed(lambda: smd_exact(problem, options=SolveOptions(time_limit=exact_limit)))
     proven = exact.status.value == "optimal"
     bounds = [b for b in (exact.bound, ours.bound) if b is not None]

@@ -1,4 +1,5 @@
-"""Hypothesis drawing shared by the SMD tests: small parameter-server instances (test helper)."""
+"""Hypothesis drawing shared by the SMD tests: small parameter-server instances, hand-ranged or
+from the generator's regimes (test helper)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,20 @@ def ps_instances(draw, max_jobs: int = 6, max_machines: int = 4, max_workers: in
                        "nodes": nodes},
            "jobs": jobs}
     return parse_instance(doc)
+
+
+@st.composite
+def regime_instances(draw, max_jobs: int = 10, max_machines: int = 4,
+                     regimes: tuple[str, ...] | None = None) -> Instance:
+    """An instance of `traces.parameter_server` in a drawn regime (loose, nic, cpu, memory,
+    mixed: which resources bind, how alike the machines are), with 2..max_jobs jobs on
+    1..max_machines machines (at least jobs / 8, so one worker per job has a GPU) and a drawn
+    seed; every such instance has a placement (the generator plants one)."""
+    from schedopt.traces.parameter_server import REGIMES, parameter_server_instance
+
+    regime = draw(st.sampled_from(regimes or tuple(REGIMES)))
+    n = draw(st.integers(2, max_jobs))
+    H = draw(st.integers(max(1, -(-n // 8)), max(max_machines, -(-n // 8))))
+    seed = draw(st.integers(0, 2**31 - 1))
+    return parameter_server_instance(n, H, seed=seed, max_workers=draw(st.integers(1, 6)),
+                                     max_ps=draw(st.integers(1, 4)), regime=regime)

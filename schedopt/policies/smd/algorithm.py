@@ -213,7 +213,7 @@ def lagrangian_bound(problem: SmdProblem, cfg: Configurations, shares: np.ndarra
 def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
         seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
-        place_limit: float = PLACE_LIMIT) -> SmdSolution:
+        place_limit: float = PLACE_LIMIT, beyond: bool = True) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
     - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
@@ -224,8 +224,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     - `search_steps` steps of ruin and recreate (`schedopt.policies.smd.search`, numpy, random
       choices from `seed`); the search also stops at `time_limit` seconds of the whole call, a
       safety cap that only binds on a machine much slower than the measured one (docs/smd.md),
-      so for a fixed seed the result is the same run to run. search_steps=0 is the paper's
-      method alone (numpy; the repair still runs when nothing else places the tasks).
+      so for a fixed seed the result is the same run to run.
+    beyond=False is the paper's method alone (none of the three; for comparisons).
     `bound` is `lagrangian_bound` (proven; seconds) and status is optimal when the objective
     reaches it. details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
@@ -247,7 +247,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         ones = np.ones(problem.num_jobs, dtype=np.int64)
         start, how = pack_counts(problem, ones, ones), "search"
     program = None
-    if start is None:
+    if start is None and beyond:
         program = exact_program(problem, cfg, symmetry=False)
         placed, why = repair(program, REPAIR_LIMIT)
         if placed is None:
@@ -258,6 +258,9 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
                             status=Status.INFEASIBLE if proven else Status.ERROR,
                             details={"reason": reason})
         start, how = Packing.of(problem, placed.workers, placed.ps), "repair"
+    if start is None:
+        return solution(problem, None, "smd", clock, details={
+            "reason": "the first-fit rules could not place one worker and one PS per job"})
     phase1 = sum_of_ratios(problem, cfg, shares, epsilon, max_iterations)
     split = time.perf_counter()
     mu = phase1["mu"] if phase1["mu"] is not None else np.zeros(total.size)
@@ -278,7 +281,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     bound, prices = lagrangian_bound(problem, cfg, shares)
     # the bound's own choice (priced up until the cluster totals hold it), placed first fit
     choice = _fitting_choice(np.where(cfg.valid, T, np.inf), shares, prices)
-    if choice is not None:
+    if choice is not None and beyond:
         realized = pack_counts(problem, cfg.workers[rows, choice], cfg.ps[rows, choice])
         if realized is None and place_limit > 0:  # CP-SAT places what first fit cannot
             placed, _ = place(program or exact_program(problem, cfg, symmetry=False), choice,
@@ -296,7 +299,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     details["start"] = how
     details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
     searched = time.perf_counter()
-    if search_steps and problem.num_jobs:
+    if search_steps and problem.num_jobs and beyond:
         left = time_limit - (time.perf_counter() - clock)
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
                                                     seed, bound)

@@ -5,7 +5,8 @@ them). Every job needs `parameter_server`, every node the resources tasks ask fo
 
 Outcome: no allocation (the decision is counts and a placement, not time fractions); objective
 = sum over jobs of the completion time T_i(w_i, p_i), seconds, all jobs starting now; bound:
-smd_exact's proven lower bound (None for the heuristics). details: `workers`, `ps` {job id:
+a proven lower bound, seconds (smd_exact's from the solver, smd's Lagrangian one; None for the
+baselines). details: `workers`, `ps` {job id:
 int}, `placement` {job id: {machine id: {"workers": n, "ps": m}}} (machines holding some of
 its tasks), `completion_time_s` {job id: seconds}, `machines` (ids, in order) and each
 method's own statistics.
@@ -21,7 +22,8 @@ from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, PsConfiguration
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
-from schedopt.policies.smd.algorithm import DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS, SmdSolution, smd
+from schedopt.policies.smd.algorithm import (DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS,
+                                             DEFAULT_SEARCH_STEPS, SmdSolution, smd)
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
 from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
 from schedopt.policies.smd.model import SmdProblem
@@ -55,17 +57,22 @@ def _no_solver(policy: str, solver: str) -> None:
 
 
 def smd_policy(instance: Instance, solver: str, options: SolveOptions,
-               epsilon: float = DEFAULT_EPSILON,
-               max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Outcome:
+               epsilon: float = DEFAULT_EPSILON, max_iterations: int = DEFAULT_MAX_ITERATIONS,
+               search_steps: int = DEFAULT_SEARCH_STEPS, seed: int = 0) -> Outcome:
     """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
-    residuals (0 < epsilon < 1), max_iterations caps its Newton iterations."""
+    residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
+    ruin-and-recreate steps after the paper's method (0: the paper's method alone), seed its
+    random choices."""
     _no_solver("smd", solver)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
         raise PolicyError(f"epsilon must be a number in (0, 1), got {epsilon!r}")
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
-        raise PolicyError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
+    for name, value, least in (("max_iterations", max_iterations, 1),
+                               ("search_steps", search_steps, 0), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise PolicyError(f"{name} must be an integer >= {least}, got {value!r}")
     problem = SmdProblem.from_instance(instance)
-    return _outcome(problem, smd(problem, float(epsilon), max_iterations), HEURISTIC)
+    return _outcome(problem, smd(problem, float(epsilon), max_iterations, search_steps, seed),
+                    HEURISTIC)
 
 
 def smd_exact_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:
@@ -94,10 +101,13 @@ def greedy_policy(instance: Instance, solver: str, options: SolveOptions) -> Out
 @dataclasses.dataclass(frozen=True)
 class SmdOptions:
     """epsilon: stopping tolerance of the sum-of-ratios residuals, in (0, 1); max_iterations:
-    cap on its Newton iterations."""
+    cap on its Newton iterations; search_steps: ruin-and-recreate steps after the paper's
+    method (0: the paper's method alone); seed: the search's random choices."""
 
     epsilon: float = DEFAULT_EPSILON
     max_iterations: int = DEFAULT_MAX_ITERATIONS
+    search_steps: int = DEFAULT_SEARCH_STEPS
+    seed: int = 0
 
 
 class _SmdPolicy(Policy):

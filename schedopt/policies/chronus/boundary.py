@@ -264,6 +264,10 @@ def lease_grid(now: float, settings: LeaseSettings) -> np.ndarray:
     slots_per_doubling): about slots_per_doubling slots per doubling of the distance. W grows
     with d and aligned blocks nest, so the grid one lease later refines this one over the leases
     both cover: a plan stays a plan as time advances. The last slot may end past the window.
+    A slot of w leases counts w of a job's `leases_needed`, each as if it paid the resume
+    overhead: counting the overhead once per slot would be valid now, but the pieces of a slot
+    split later would count less than the whole and plans would stop being plans (measured: 39
+    of 68 admitted jobs missed their deadline at 60 s leases).
     """
     first = int(np.floor(now / settings.lease_seconds + 1e-9))
     return _grid(first, settings.fine_leases, settings.window_leases,
@@ -291,14 +295,6 @@ def slot_free(free: np.ndarray, width: np.ndarray) -> np.ndarray:
     return np.minimum.reduceat(free[:need], start)
 
 
-def slot_gain(width: np.ndarray, settings: LeaseSettings) -> np.ndarray:
-    """(H,) leases of work a job surely gets from holding each slot: a slot of w leases runs
-    w x lease_seconds and pays the resume overhead at most once, so it gives
-    floor((w L - o) / (L - o)) >= w leases' worth of `leases_needed` (w for one lease)."""
-    L, o = settings.lease_seconds, settings.resume_overhead_s
-    return np.floor((width * L - o) / (L - o) + 1e-9).astype(np.int64)
-
-
 def leases_needed(remaining_s: np.ndarray, settings: LeaseSettings) -> np.ndarray:
     """(n,) leases each job needs, at least 1 (see the module docstring)."""
     return np.maximum(np.ceil(remaining_s / settings.useful_seconds - 1e-9), 1).astype(np.int64)
@@ -323,7 +319,7 @@ def _leases_within(horizon: np.ndarray, width: np.ndarray) -> np.ndarray:
 def plan_inputs(jobs: LeaseJobs, now: float,
                 settings: LeaseSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(need (n,) leases of work each job is planned with, horizon (K,) slots, reachable (K,)
-    options the plan may choose), in the units of `slot_gain`.
+    options the plan may choose); a slot of w leases gives w of the leases needed.
 
     An option is reachable when the slots before its deadline give the job's `leases_needed`.
     A job none of whose options is reachable so, but that could still meet one by running
@@ -334,12 +330,11 @@ def plan_inputs(jobs: LeaseJobs, now: float,
     whenever leases are not much longer than the overhead.
     """
     width = lease_grid(now, settings)
-    gain = np.concatenate(([0], np.cumsum(slot_gain(width, settings))))
     leases = np.concatenate(([0], np.cumsum(width)))
     horizon = option_horizons(jobs, now, settings)
     h = np.clip(horizon, 0, width.size)
     need = leases_needed(jobs.remaining_s, settings)
-    reachable = (horizon >= 1) & (gain[h] >= need[jobs.option_job])
+    reachable = (horizon >= 1) & (leases[h] >= need[jobs.option_job])
     n = jobs.num_jobs
     has = np.bincount(jobs.option_job[reachable], minlength=n) > 0
     run_through = (horizon >= 1) & (leases[h] * settings.lease_seconds
@@ -355,7 +350,7 @@ def plan_inputs(jobs: LeaseJobs, now: float,
         k = k[first]
         reachable[k] = True
         need = need.copy()
-        need[jobs.option_job[k]] = gain[h[k]]
+        need[jobs.option_job[k]] = leases[h[k]]
     return need, horizon, reachable
 
 
@@ -409,14 +404,13 @@ def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
     reserved = dict(reserved)
     need, horizons, reachable = plan_inputs(jobs, now, settings)
     width = lease_grid(now, settings)
-    gain = slot_gain(width, settings)
     free = free_gpus(jobs, reserved, capacity, settings, now)
     for j in arriving:
         mine = reachable & (jobs.option_job == j)
         if not mine.any():
             continue
         new = NewJob.from_values(jobs.gpus[j], need[j], jobs.option_value[mine], horizons[mine])
-        decision = admit(new, JobSet.empty(), slot_free(free, width), gain)
+        decision = admit(new, JobSet.empty(), slot_free(free, width), width)
         if decision.admitted:
             admitted[j] = True
             reserved[int(j)] = slot_leases(width, decision.leases[decision.new_index])
@@ -460,7 +454,7 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
             job_set.gpus, job_set.leases_needed, job_set.option_job, job_set.option_value,
             job_set.option_horizon, np.full(width.size, capacity),
             sigma=sigma, admitted=admitted[planned] & has_option[planned],
-            width=slot_gain(width, settings))
+            width=width)
         plan = solve_lease_problem(problem, solver=settings.solver,
                                    time_limit=settings.time_limit)
         holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],

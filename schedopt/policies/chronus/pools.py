@@ -4,7 +4,7 @@ heterogeneous pools).
 Pools p = 0..P-1 (one per GPU type) share the slot grid t = 0..H-1 of the boundary; pool p has
 C_pt GPUs free in every lease of slot t. Job j runs on g_jp GPUs of pool p (0: not there) and
 needs n_jp leases of work there (its remaining steps / steps/s on that type, `leases_needed`);
-slot t gives a_t of them (`slot_gain`). Options v of job j: value u_jv, horizon D_jv slots. With
+slot t gives a_t of them (its w_t leases). Options v of job j: value u_jv, horizon D_jv slots. With
 x_jvpt = 1 when job j holds slot t of pool p for its option v, and s_jvp = 1 when it takes option
 v on pool p:
 
@@ -39,7 +39,6 @@ from schedopt.policies.chronus.boundary import (
     leases_needed,
     option_horizons,
     slot_free,
-    slot_gain,
     slot_leases,
 )
 from schedopt.policies.chronus.lease_milp import DEFAULT_SOLVER, latest_slots
@@ -285,7 +284,6 @@ def plan_pools(instance, settings, round_up: bool = True) -> PoolDecision:
     value = np.array([o.value for j in jobs for o in j.slo_options], dtype=float)
     now = instance.now
     width = lease_grid(now, settings)
-    gain = slot_gain(width, settings)
     horizon = option_horizons(LeaseJobs(requested, remaining, option_job, deadline, value), now,
                               settings)
     V = int(np.bincount(option_job, minlength=N).max()) if option_job.size else 1
@@ -295,7 +293,7 @@ def plan_pools(instance, settings, round_up: bool = True) -> PoolDecision:
     horizons[option_job, rank] = np.maximum(horizon, 0)
     slo = np.bincount(option_job, minlength=N) > 0
     problem = PoolProblem.from_arrays(gpus, need, values, horizons,
-                                      np.repeat(count[:, None], width.size, axis=1), gain)
+                                      np.repeat(count[:, None], width.size, axis=1), width)
     usable = problem.usable()
 
     free = np.repeat(count[:, None], int(width.sum()), axis=1)
@@ -308,7 +306,7 @@ def plan_pools(instance, settings, round_up: bool = True) -> PoolDecision:
                 continue
             decision = admit(NewJob.from_values(gpus[j, p], need[j, p], values[j, ok],
                                                 horizons[j, ok]),
-                             JobSet.empty(), slot_free(free[p], width), gain)
+                             JobSet.empty(), slot_free(free[p], width), width)
             if decision.admitted:
                 admitted[j] = True
                 leases = slot_leases(width, decision.leases[decision.new_index])
@@ -325,7 +323,7 @@ def plan_pools(instance, settings, round_up: bool = True) -> PoolDecision:
                   (-1.0 if np.any(~admitted) else 1.0))
     if planned.size:
         sub = PoolProblem.from_arrays(gpus[planned], need[planned], values[planned],
-                                      horizons[planned], problem.capacity, gain,
+                                      horizons[planned], problem.capacity, width,
                                       admitted[planned], sigma)
         plan = solve_pool_problem(sub, settings.solver, settings.time_limit)
         for i in np.flatnonzero(plan.choice[:, 0] >= 0):

@@ -8,9 +8,10 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
 
 - Leases needed: n_j = ceil(remaining_s / (lease_seconds - resume_overhead_s)), as if every lease
   paid the overhead (a job that keeps its GPUs does not, so the plan is conservative).
-- Horizon of an option due at A: floor((A - now) / lease_seconds) leases (those that end by A),
-  capped at `horizon_leases`, the planning window. An option with a horizon below n_j is
-  unreachable.
+- Horizon of an option due at A: the slots of `lease_grid` that end by A (single leases near
+  now, aligned blocks of 2, 4, 8... leases farther, over `horizon_seconds`; with one lease per
+  slot, floor((A - now) / lease_seconds) capped at the window). An option whose slots hold
+  fewer than n_j leases is unreachable, unless the job is tight (`plan_inputs`).
 - `demote_hopeless`: admitted jobs none of whose options is reachable any more lose their
   guarantee and become best effort; so do admitted jobs the lease MILP cannot place
   (`BoundaryDecision.unplaced`; only when the solver found no plan and the greedy fallback
@@ -316,8 +317,8 @@ def _leases_within(horizon: np.ndarray, width: np.ndarray) -> np.ndarray:
     return end[np.clip(horizon, 0, width.size)]
 
 
-def plan_inputs(jobs: LeaseJobs, now: float,
-                settings: LeaseSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
+                arriving: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(need (n,) leases of work each job is planned with, horizon (K,) slots, reachable (K,)
     options the plan may choose); a slot of w leases gives w of the leases needed.
 
@@ -327,7 +328,9 @@ def plan_inputs(jobs: LeaseJobs, now: float,
     *tight*: it keeps only its loosest such option, and its need becomes every slot of that
     option (it runs without a break, so it pays the overhead at most once). Without tight jobs
     a job that is running, and will finish in time if it keeps running, would look hopeless
-    whenever leases are not much longer than the overhead.
+    whenever leases are not much longer than the overhead. `arriving` (admission) asks for
+    two overheads of room: a boundary cannot tell a running job from a waiting one, so one
+    lease after it starts the job is checked against one more overhead than it paid.
     """
     width = lease_grid(now, settings)
     leases = np.concatenate(([0], np.cumsum(width)))
@@ -339,7 +342,7 @@ def plan_inputs(jobs: LeaseJobs, now: float,
     has = np.bincount(jobs.option_job[reachable], minlength=n) > 0
     run_through = (horizon >= 1) & (leases[h] * settings.lease_seconds
                                     >= jobs.remaining_s[jobs.option_job]
-                                    + settings.resume_overhead_s - 1e-9)
+                                    + settings.resume_overhead_s * (2 if arriving else 1) - 1e-9)
     tight = run_through & ~has[jobs.option_job]
     if tight.any():
         k = np.flatnonzero(tight)
@@ -402,7 +405,7 @@ def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
     new ones). Best-effort arrivals and jobs with no reachable option are not admitted."""
     admitted = admitted.copy()
     reserved = dict(reserved)
-    need, horizons, reachable = plan_inputs(jobs, now, settings)
+    need, horizons, reachable = plan_inputs(jobs, now, settings, arriving=True)
     width = lease_grid(now, settings)
     free = free_gpus(jobs, reserved, capacity, settings, now)
     for j in arriving:

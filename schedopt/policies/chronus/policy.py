@@ -152,9 +152,10 @@ class Chronus(Policy):
     length L (s): the first `horizon_leases` leases are planned one by one, farther ones in
     aligned slots of w = 2, 4, 8... leases, about `slots_per_doubling` slots per doubling of
     the distance (w <= distance / slots_per_doubling). A job holding a slot holds its GPUs
-    for all of it and pays the resume overhead o once there, so the slot counts
-    floor((w L - o) / (L - o)) of the leases it needs. At 20-min leases the default window is
-    the 96 single leases of Chronus's artifact. docs/formulations.md §3 has the MILP.
+    for all of it; the slot counts w of the leases it needs (each as if it paid the resume
+    overhead). At 20-min leases the default window is the 96 single leases of Chronus's
+    artifact. With gpu_type="all" the lease MILP plans every GPU type and picks each job's
+    (`pools`). docs/formulations.md §3 has the MILPs.
     """
 
     name = "chronus"

@@ -91,8 +91,9 @@ def gavel_throughputs(throughputs, output, gpu_types, cluster, gpus_per_node, no
     """Gavel's measured THROUGHPUTS file as a performance section (steps/s), with no jobs.
 
     Every (model, scale factor) in the file becomes a job type: '<model>' for one GPU,
-    '<model> x<s>' for s GPUs; *_unconsolidated tables give performance.unconsolidated and
-    pairs measured sharing a GPU give performance.colocated.
+    '<model> x<s>' for s GPUs; *_unconsolidated tables give performance.unconsolidated, and
+    every measured pair of equal scale factor gives a performance.colocated entry ([0, 0]:
+    the two cannot share).
     """
     _check_suffix(output)
     types = [t.strip() for t in gpu_types.split(",") if t.strip()] if gpu_types else None

@@ -251,7 +251,8 @@ def study(source, fractions, target, seeds, ranks, lambdas, ensemble, seed, plot
     seeds; "unfilled": hidden entries left missing (their whole row or column was hidden).
 
     SOURCE: Gavel's throughput file, a schedopt-perf/1 model or an instance. Each run takes a
-    few seconds on Gavel's table (83 job types, 2,130 measured entries).
+    few seconds on Gavel's table (83 job types, 5,526 measured entries; only those above 0
+    are hidden, since the errors are relative).
 
     \b
     schedopt perf study simulation_throughputs.json --fractions 0.1,0.3,0.5,0.7 --target pairs --seeds 3

@@ -178,3 +178,11 @@ def test_pool_problem_rejects_bad_shapes():
         PoolProblem.from_arrays([[1, 1]], [[1, 1]], [[1.0]], [[1]], [[4, 4]])
     with pytest.raises(PolicyError, match="needs >= 1"):
         PoolProblem.from_arrays([[1]], [[0]], [[1.0]], [[1]], [[4]])
+
+
+def test_lease_replay_of_all_types_is_one_clear_error():
+    from schedopt.errors import SchedoptError
+    from schedopt.policies.chronus.boundary import LeaseInstance
+
+    with pytest.raises(SchedoptError, match="gpu_type=all plans every GPU type at one boundary"):
+        LeaseInstance.from_instance(two_types(), "all")

@@ -79,6 +79,12 @@ class LeaseInstance:
         types = trace.cluster.gpu_types
         if gpu_type is None:
             gpu_type = max(types.values(), key=lambda t: t.count).name if types else None
+        if gpu_type == "all" and len(types) > 1:
+            raise SchedoptError("gpu_type=all plans every GPU type at one boundary (schedopt "
+                                "solve --policy chronus); lease by lease, one type is "
+                                f"replayed: pick one of {', '.join(types)}")
+        if gpu_type == "all":
+            gpu_type = next(iter(types))
         if gpu_type not in types:
             raise SchedoptError(f"unknown GPU type {gpu_type!r} for the lease pool; expected one "
                                 f"of {', '.join(types)}")

@@ -47,8 +47,8 @@ from schedopt.policies.smd.search import ruin_and_recreate
 DEFAULT_EPSILON = 0.05
 DEFAULT_MAX_ITERATIONS = 50
 PRICE_ITERATIONS = 8  # subgradient steps per parametric problem (warm-started)
-DEFAULT_SEARCH_STEPS = 40  # ruin-and-recreate steps after the paper's method
-DEFAULT_TIME_LIMIT = 5.0  # seconds: a safety cap on the search (docs/smd.md)
+DEFAULT_SEARCH_STEPS = 30  # ruin-and-recreate steps after the paper's method (at most)
+DEFAULT_TIME_LIMIT = 5.0  # CPU seconds: a safety cap on the search (docs/smd.md)
 REPAIR_LIMIT = 30.0  # seconds the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
 PLACE_LIMIT = 0.25  # seconds CP-SAT may take to place the bound's configuration choice
@@ -222,9 +222,10 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     - the Lagrangian bound's own configuration choice as one more start of phase 2, placed
       first fit or, when that fails, by CP-SAT within `place_limit` seconds (0: not tried);
     - `search_steps` steps of ruin and recreate (`schedopt.policies.smd.search`, numpy, random
-      choices from `seed`); the search also stops at `time_limit` seconds of the whole call, a
-      safety cap that only binds on a machine much slower than the measured one (docs/smd.md),
-      so for a fixed seed the result is the same run to run.
+      choices from `seed`, stopping after PATIENCE steps without an improvement); the search
+      also stops at `time_limit` seconds of CPU time of the whole call, a safety cap that only
+      binds on a machine several times slower than the measured one (docs/smd.md), so for a
+      fixed seed the result is the same run to run.
     beyond=False is the paper's method alone (none of the three; for comparisons).
     `bound` is `lagrangian_bound` (proven; seconds) and status is optimal when the objective
     reaches it. details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
@@ -238,7 +239,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
     if search_steps < 0:
         raise ValueError(f"search_steps must be >= 0, got {search_steps!r}")
-    clock = time.perf_counter()
+    clock, cpu = time.perf_counter(), time.process_time()
     cfg = problem.configurations()
     shares, total = _shares(problem, cfg)
     how = "first fit"
@@ -300,7 +301,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
     searched = time.perf_counter()
     if search_steps and problem.num_jobs and beyond:
-        left = time_limit - (time.perf_counter() - clock)
+        left = time_limit - (time.process_time() - cpu)
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
                                                     seed, bound)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]

@@ -20,6 +20,8 @@ from schedopt.policies.smd.model import Configurations, SmdProblem
 from schedopt.policies.smd.packing import Packing
 
 NOISE = 0.3  # priced sizes times U(1 - NOISE, 1 + NOISE) in a recreate
+RELOCATE_UPGRADES = True  # whether a recreate's upgrades may move other tasks
+PATIENCE = 15  # steps without an improvement after which the search stops
 
 
 def _ruined(problem: SmdProblem, pack: Packing, rng: np.random.Generator) -> Packing | None:
@@ -52,28 +54,29 @@ def _ruined(problem: SmdProblem, pack: Packing, rng: np.random.Generator) -> Pac
 def ruin_and_recreate(problem: SmdProblem, cfg: Configurations, pack: Packing,
                       sizes: tuple[np.ndarray, np.ndarray], steps: int, time_limit: float,
                       seed: int = 0, target: float = -np.inf) -> tuple[Packing, dict]:
-    """The search of the module docstring from `pack` for `steps` steps (fewer when
-    `time_limit` seconds pass first, or once the objective is within 1e-9 of `target`, a lower
-    bound). sizes: the priced worker and PS sizes of the knapsack step. Returns the best
+    """The search of the module docstring from `pack` for `steps` steps (fewer after PATIENCE
+    steps without an improvement, when `time_limit` seconds of CPU time pass first, or once the objective
+    is within 1e-9 of `target`, a lower bound). sizes: the priced worker and PS sizes of the knapsack step. Returns the best
     packing and statistics (steps, improving steps, seconds)."""
-    clock = time.perf_counter()
+    clock, cpu = time.perf_counter(), time.process_time()
     rng = np.random.default_rng(seed)
     best = pack.copy()
     best.relocate = True
     value = float(problem.completion_time(best.w, best.p).sum())
-    done = improved = 0
-    while done < steps and value > target * (1 + 1e-9) \
-            and time.perf_counter() - clock < time_limit:
+    done = improved = last = 0
+    while done < steps and done - last < PATIENCE and value > target * (1 + 1e-9) \
+            and time.process_time() - cpu < time_limit:
         done += 1
         trial = _ruined(problem, best, rng)
         noise = rng.uniform(1 - NOISE, 1 + NOISE, size=(2, problem.num_jobs))
         if trial is None:
             continue
+        trial.relocate = RELOCATE_UPGRADES
         trial = knapsack_step(trial, cfg.workers, cfg.ps, cfg.valid, cfg.time,
                               problem.completion_time(trial.w, trial.p),
                               sizes[0] * noise[0], sizes[1] * noise[1])
         got = float(problem.completion_time(trial.w, trial.p).sum())
         if got < value * (1 - 1e-12):
-            best, value = trial, got
+            best, value, last = trial, got, done
             improved += 1
     return best, {"steps": done, "improved": improved, "seconds": time.perf_counter() - clock}

@@ -248,3 +248,35 @@ def test_the_online_estimator_keeps_a_measured_zero_pair_as_a_measurement():
     result = complete(m, folds=0, ensemble=0)  # z = 1 for both: the self-pairs cannot share
     assert int(result.filled.sum()) == 2 and np.all(result.model.values[result.filled] == 0)
     assert result.model.values[0, c] == 0 and result.model.known[0, c]
+
+
+# ------------------------------------------------------------------------------ consumers
+@needs_samples
+def test_packed_policy_never_pairs_jobs_measured_not_to_share_on_gavels_full_table():
+    from schedopt.api import solve
+    from schedopt.traces import read_gavel_trace
+
+    inst = read_gavel_trace(TABLE.parent / "max_min_fairness.trace", TABLE)
+    rates = {(c.types, c.gpu_type): c.throughput for c in inst.performance.colocated}
+    assert sum(r == (0.0, 0.0) for r in rates.values()) == 223  # 192 of them multi-GPU pairs
+    assert sum(" x" in t[0] for t, _ in rates) == 192
+    without = parse_instance({
+        "format": "schedopt-instance/1", "cluster": {"gpu_types": {
+            t.name: {"count": t.count, "gpus_per_node": t.gpus_per_node}
+            for t in inst.cluster.gpu_types.values()}},
+        "jobs": [{"id": j.id, "type": j.type, "scale_factor": j.scale_factor, "weight": j.weight,
+                  "arrival_time": j.arrival_time, "total_steps": j.total_steps} for j in inst.jobs],
+        "performance": {"throughput": {t: dict(r) for t, r in inst.performance.throughput.items()},
+                        "colocated": [{"types": list(c.types), "gpu_type": c.gpu_type,
+                                       "throughput": list(c.throughput)}
+                                      for c in inst.performance.colocated if any(c.throughput)]}},
+        "no zeros")
+    kind = {j.id: j.type for j in inst.jobs}
+    for method in ("columns", "dense"):
+        packed = solve(inst, "max_min_fairness_packed", method=method)
+        assert packed.objective == pytest.approx(
+            solve(without, "max_min_fairness_packed", method=method).objective, rel=1e-9)
+        chosen = packed.details["pairs"]
+        assert chosen and all(
+            any(rates[(tuple(sorted(kind[j] for j in p["jobs"])), p["gpu_type"])])
+            for p in chosen)

@@ -119,3 +119,61 @@ def test_products_of_expressions_are_refused():
     x = m.variable("x", 2)
     with pytest.raises(TypeError, match="not linear"):
         x * x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_broadcasts_selections_and_sums_over_several_terms_evaluate_like_numpy(seed):
+    """Entries with several terms each (sums of blocks), broadcast along new and length-1 axes,
+    selected by fancy indices, summed over several axes of a 3-d block."""
+    rng = np.random.default_rng(seed)
+    M, J, K = (int(n) for n in rng.integers(1, 5, 3))
+    m = Model()
+    X = m.variable("X", (M, J))
+    Z = m.variable("Z", (M, J, K))
+    t = m.variable("t")
+    y = m.variable("y", (M, 1))
+    x = rng.normal(size=m.num_cols)
+    Xv = x[X.columns].reshape(M, J)
+    Zv = x[Z.columns].reshape(M, J, K)
+    tv = x[t.columns][0]
+    yv = x[y.columns].reshape(M, 1)
+    T = rng.random((M, J))
+    pick = rng.integers(0, M, 2 * M)
+    mixed = T * X + 2 * y - t + 1.5          # 3 terms per entry
+    cases = [
+        (mixed, T * Xv + 2 * yv - tv + 1.5),
+        (mixed[pick], (T * Xv + 2 * yv - tv + 1.5)[pick]),
+        (mixed[pick, ::-1].sum(axis=1), (T * Xv + 2 * yv - tv + 1.5)[pick, ::-1].sum(axis=1)),
+        (Z.sum(axis=(0, 2)), Zv.sum(axis=(0, 2))),
+        (Z.sum(axis=1) - X[:, :1] * 3, Zv.sum(axis=1) - Xv[:, :1] * 3),
+        ((Z * 2.0).sum(axis=(1, 2)) + y[:, 0], (Zv * 2.0).sum(axis=(1, 2)) + yv[:, 0]),
+        (t * np.ones((M, J)) + y, tv * np.ones((M, J)) + yv),
+        ((T * X).sum(axis=0)[None, :] - t, (T * Xv).sum(axis=0)[None, :] - tv),
+    ]
+    for expr, expected in cases:
+        np.testing.assert_allclose(values(expr, x), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_matrix_equals_the_rows_evaluated_densely(seed):
+    """Whatever order an expression's terms come in (runs sorted by row, sums over the first
+    axis, many interleaved pieces), the compiled rows are its linear part, with cancelled
+    terms and zero coefficients left out."""
+    rng = np.random.default_rng(seed)
+    M, J = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    m = Model()
+    X = m.variable("X", (M, J))
+    t = m.variable("t")
+    T = rng.random((M, J)) * (rng.random((M, J)) > 0.3)
+    blocks = [
+        (T * X).sum(axis=1) - t,                              # two runs
+        (T * X).sum(axis=0),                                  # interleaved rows
+        X.sum(axis=1) + (T * X).sum(axis=1) - X.sum(axis=1),  # cancels to T
+        sum((X[:, j] * float(j + 1) for j in range(J)), t * 0.0),  # many runs
+    ]
+    for k, expr in enumerate(blocks):
+        m.add(f"b{k}", expr <= 1.0)
+    lp = m.compile()
+    dense = np.vstack([expr.matrix(m.num_cols).toarray() for expr in blocks])
+    np.testing.assert_allclose(lp.A.toarray(), dense, rtol=1e-15, atol=1e-15)
+    assert np.all(lp.A.data != 0.0)

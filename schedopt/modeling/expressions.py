@@ -18,8 +18,8 @@ class Expr:
     __array_priority__ = 100  # numpy arrays defer to our operators
 
     def __init__(self, rows, cols, coefs, const, shape: tuple[int, ...]):
-        self.rows = np.asarray(rows, dtype=np.int64)
-        self.cols = np.asarray(cols, dtype=np.int64)
+        self.rows = _indices(rows)
+        self.cols = _indices(cols)
         self.coefs = np.asarray(coefs, dtype=float)
         self.shape = tuple(int(n) for n in shape)
         self.const = np.broadcast_to(np.asarray(const, dtype=float), self.shape)
@@ -39,10 +39,27 @@ class Expr:
         shape = tuple(shape)
         if shape == self.shape:
             return self
+        const = np.broadcast_to(self.const, shape)
+        if not self.coefs.size:
+            return Expr(self.rows, self.cols, self.coefs, const, shape)
         source = np.broadcast_to(np.arange(self.size).reshape(self.shape), shape).ravel()
-        matrix = self.matrix(int(self.cols.max()) + 1 if self.cols.size else 0)
-        picked = matrix[source].tocoo()
-        return Expr(picked.row, picked.col, picked.data, np.broadcast_to(self.const, shape), shape)
+        return self._take(source, const, shape)
+
+    def _take(self, source: np.ndarray, const: np.ndarray, shape: tuple[int, ...]) -> "Expr":
+        """Entry i of the result is entry source[i] of this expression (terms copied)."""
+        if self.size == 1:  # a scalar: every entry gets all of its terms
+            n = self.coefs.size
+            return Expr(np.repeat(np.arange(source.size), n), np.tile(self.cols, source.size),
+                        np.tile(self.coefs, source.size), const, shape)
+        order = np.argsort(self.rows, kind="stable")
+        count = np.bincount(self.rows, minlength=self.size)
+        first = np.concatenate([[0], np.cumsum(count)[:-1]])
+        taken = count[source]
+        total = int(taken.sum())
+        starts = np.repeat(first[source] - np.concatenate([[0], np.cumsum(taken)[:-1]]), taken)
+        terms = order[starts + np.arange(total)]
+        return Expr(np.repeat(np.arange(source.size), taken), self.cols[terms],
+                    self.coefs[terms], const, shape)
 
     def matrix(self, num_cols: int) -> sp.csr_matrix:
         """(size, num_cols) CSR matrix of the linear part (duplicates summed)."""
@@ -56,7 +73,9 @@ class Expr:
         shape = np.broadcast_shapes(self.shape, factor.shape)
         me = self.broadcast_to(shape)
         flat = np.broadcast_to(factor, shape).ravel()
-        return Expr(me.rows, me.cols, me.coefs * flat[me.rows], me.const * factor, shape)
+        const = (me.const if _uniform(me.const) == 0.0 and np.isfinite(factor).all()
+                 else me.const * factor)
+        return Expr(me.rows, me.cols, me.coefs * flat[me.rows], const, shape)
 
     __rmul__ = __mul__
 
@@ -64,14 +83,20 @@ class Expr:
         return self * (1.0 / np.asarray(other, dtype=float))
 
     def __neg__(self) -> "Expr":
-        return Expr(self.rows, self.cols, -self.coefs, -self.const, self.shape)
+        const = self.const if _uniform(self.const) == 0.0 else -self.const
+        return Expr(self.rows, self.cols, -self.coefs, const, self.shape)
 
     def __add__(self, other) -> "Expr":
         other = as_expr(other)
         shape = np.broadcast_shapes(self.shape, other.shape)
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
+        const = _sum_of(a.const, b.const)
+        if not b.coefs.size:  # adding a constant: the terms stay as they are
+            return Expr(a.rows, a.cols, a.coefs, const, shape)
+        if not a.coefs.size:
+            return Expr(b.rows, b.cols, b.coefs, const, shape)
         return Expr(np.concatenate([a.rows, b.rows]), np.concatenate([a.cols, b.cols]),
-                    np.concatenate([a.coefs, b.coefs]), a.const + b.const, shape)
+                    np.concatenate([a.coefs, b.coefs]), const, shape)
 
     __radd__ = __add__
 
@@ -90,18 +115,26 @@ class Expr:
             return self
         keep = [d for d in range(len(self.shape)) if d not in axes]
         shape = tuple(self.shape[d] for d in keep)
-        index = np.unravel_index(self.rows, self.shape)
-        rows = (np.ravel_multi_index(tuple(index[d] for d in keep), shape) if keep
-                else np.zeros_like(self.rows))
-        return Expr(rows, self.cols, self.coefs, self.const.sum(axis=axes), shape)
+        rows, current = self.rows, list(self.shape)
+        for axis in sorted(axes, reverse=True):  # drop one axis at a time, C order
+            inner = int(np.prod(current[axis + 1:], dtype=np.int64))
+            if inner == 1:
+                rows = rows // current[axis]
+            else:
+                rows = (rows // (current[axis] * inner)) * inner + rows % inner
+            del current[axis]
+        value = _uniform(self.const)
+        summed = int(np.prod([self.shape[a] for a in axes], dtype=np.int64))
+        const = self.const.sum(axis=axes) if value is None else value * summed
+        return Expr(rows, self.cols, self.coefs, const, shape)
 
     def __getitem__(self, key) -> "Expr":
         """Entries selected as numpy would select them from an array of this shape."""
         picked = np.arange(self.size).reshape(self.shape)[key]
         shape = np.shape(picked)
-        matrix = self.matrix(int(self.cols.max()) + 1 if self.cols.size else 0)
-        sub = matrix[np.ravel(picked)].tocoo()
-        return Expr(sub.row, sub.col, sub.data, self.const[key], shape)
+        if not self.coefs.size:
+            return Expr(self.rows, self.cols, self.coefs, self.const[key], shape)
+        return self._take(np.ravel(picked), self.const[key], shape)
 
     # constraints --------------------------------------------------------------------------------
     def __le__(self, other) -> "Constraint":
@@ -119,6 +152,30 @@ class Expr:
         return f"<Expr shape={self.shape} terms={self.coefs.size}>"
 
 
+def _indices(values) -> np.ndarray:
+    """Integer index arrays as given (int32 ones stay int32: half the memory traffic and
+    no conversion when scipy builds a sparse matrix), anything else as int64."""
+    values = np.asarray(values)
+    return values if values.dtype in (np.int32, np.int64) else values.astype(np.int64)
+
+
+def _uniform(values: np.ndarray) -> float | None:
+    """The single value of an array broadcast from one number (None for any other array;
+    checked by strides, in O(ndim))."""
+    if values.size and all(stride == 0 for stride in values.strides):
+        return float(values[(0,) * values.ndim])
+    return None if values.size else 0.0
+
+
+def _sum_of(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b for two constants of one shape, without materializing a zero."""
+    if _uniform(b) == 0.0:
+        return a
+    if _uniform(a) == 0.0:
+        return b
+    return a + b
+
+
 def as_expr(value) -> Expr:
     return value if isinstance(value, Expr) else Expr.constant(value)
 
@@ -128,7 +185,7 @@ class Variable(Expr):
 
     def __init__(self, name: str, shape: tuple[int, ...], offset: int):
         size = int(np.prod(shape, dtype=np.int64))
-        index = np.arange(size, dtype=np.int64)
+        index = np.arange(size, dtype=np.int32 if offset + size < 2**31 else np.int64)
         super().__init__(index, offset + index, np.ones(size), 0.0, shape)
         self.name = name
         self.offset = offset

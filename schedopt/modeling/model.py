@@ -87,18 +87,15 @@ class Model:
         |coefficient| (O(1) coefficients for interior-point solvers)."""
         n = self._columns
         cons = list(self._constraints.values())
-        offsets = np.cumsum([0] + [c.expr.size for c in cons])
-        rows = np.concatenate([c.expr.rows + o for c, o in zip(cons, offsets)] or [np.zeros(0, int)])
-        cols = np.concatenate([c.expr.cols for c in cons] or [np.zeros(0, int)])
-        vals = np.concatenate([c.expr.coefs for c in cons] or [np.zeros(0)])
-        A = sp.csr_matrix((vals, (rows, cols)), shape=(int(offsets[-1]), n))
+        A = (sp.vstack([_block_matrix(c.expr, n) for c in cons], format="csr") if cons
+             else sp.csr_matrix((0, n)))
         A.sum_duplicates()
+        A.eliminate_zeros()  # coefficients that cancelled, or were 0 in a data array
         lower = np.concatenate([c.lower.ravel() for c in cons] or [np.zeros(0)])
         upper = np.concatenate([c.upper.ravel() for c in cons] or [np.zeros(0)])
         if scale_rows:
             A, lower, upper = _scaled(A, lower, upper)
-        c = np.zeros(n)
-        np.add.at(c, self._objective.cols, self._objective.coefs)
+        c = np.bincount(self._objective.cols, weights=self._objective.coefs, minlength=n)
         blocks = list(self._blocks.values())
         integer = np.concatenate([np.full(b.variable.size, b.integer) for b in blocks]
                                  or [np.zeros(0, bool)])
@@ -147,6 +144,27 @@ class Solution:
             return None
         con = self.model._constraints[name]
         return self.result.row_duals[self.model.row_slices()[name]].reshape(con.expr.shape)
+
+
+def _block_matrix(expr: Expr, num_cols: int) -> sp.csr_matrix:
+    """The (expr.size, num_cols) CSR matrix of a constraint block's linear part.
+
+    An expression is mostly a few concatenated runs of terms, each sorted by row (a sum over
+    the last axis, a broadcast scalar): each run becomes a CSR matrix directly (its row
+    pointer counted, no sort) and the runs are added. Other term orders go through COO."""
+    rows = expr.rows
+    shape = (expr.size, num_cols)
+    starts = np.flatnonzero(rows[1:] < rows[:-1]) + 1
+    if starts.size > 3:
+        return sp.coo_matrix((expr.coefs, (rows, expr.cols)), shape=shape).tocsr()
+    edges = np.concatenate([[0], starts, [rows.size]])
+    total = None
+    for first, end in zip(edges[:-1], edges[1:]):
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[first:end],
+                                                            minlength=expr.size))])
+        run = sp.csr_matrix((expr.coefs[first:end], expr.cols[first:end], indptr), shape=shape)
+        total = run if total is None else total + run
+    return total
 
 
 def _scaled(A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray):

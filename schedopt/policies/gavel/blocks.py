@@ -1,7 +1,8 @@
-"""Sparse building blocks shared by the throughput-matrix LPs.
+"""What the throughput-matrix LPs share: solving one for its allocation, effective throughput,
+handing out idle GPUs, and the sparse base-constraint blocks of LPs not yet stated with
+`schedopt.modeling` (the packed policy's master LP).
 
-Columns 0..M*J-1 hold X row-major (column m*J + j is X[m,j]); formulations append their own
-auxiliary columns (t, z, ...) after them.
+Columns 0..M*J-1 hold X row-major (column m*J + j is X[m,j]); auxiliary columns follow.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends.base import LinearProgram, SolveResult
 from schedopt.backends.session import Solver
+from schedopt.modeling import Model, Variable
+from schedopt.modeling.model import Solution
 from schedopt.core.problem import ThroughputProblem
 
 
@@ -58,38 +60,26 @@ def allocation_bounds(problem: ThroughputProblem) -> tuple[np.ndarray, np.ndarra
     return np.zeros_like(upper), upper
 
 
-def scale_rows(A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray):
-    """Divide each row (and its bounds) by its largest |coefficient| so coefficients are O(1)."""
-    A = sp.csr_matrix(A)
-    row_max = np.zeros(A.shape[0])
-    nonempty = np.diff(A.indptr) > 0
-    row_max[nonempty] = np.maximum.reduceat(np.abs(A.data), A.indptr[:-1][nonempty])
-    factor = np.where(row_max > 0, 1.0 / np.where(row_max > 0, row_max, 1.0), 1.0)
-    return sp.diags(factor) @ A, lower * factor, upper * factor
-
-
-def solve_allocation_lp(problem: ThroughputProblem, lp: LinearProgram, solver: Solver,
-                        job_scale: np.ndarray | None = None
-                        ) -> tuple[SolveResult, np.ndarray | None]:
-    """Solve `lp` and return (result, X) with X the (M, J) allocation clipped to [0, 1].
+def solve_allocation(problem: ThroughputProblem, model: Model, X: Variable, solver: Solver,
+                     job_scale: np.ndarray | None = None) -> tuple[Solution, np.ndarray | None]:
+    """Solve `model` and return (solution, X) with X the (M, J) allocation clipped to [0, 1].
 
     `job_scale` undoes a per-job column scaling X[m,j] = job_scale[m] * Y[m,j]: a job whose
     need is tiny compared with others keeps O(1) coefficients in its own rows, so solver
     tolerances cannot round its need to zero (the error moves to capacity rows, where it is
     harmless).
     """
-    result = solver.solve(lp)
-    if result.x is None:
-        return result, None
-    M, J = problem.num_jobs, problem.num_types
-    X = result.x[: M * J].reshape(M, J)
+    solution = model.solve(solver)
+    values = solution[X]
+    if values is None:
+        return solution, None
     if job_scale is not None:
-        X = X * job_scale[:, None]
-    X = np.clip(X, 0.0, 1.0)
+        values = values * job_scale[:, None]
+    values = np.clip(values, 0.0, 1.0)
     # Interior-point dust (and -0.0), relative to each job's largest share; lowering X keeps
     # every row feasible.
-    X[X < 1e-9 * X.max(axis=1, keepdims=True)] = 0.0
-    return result, X
+    values[values < 1e-9 * values.max(axis=1, keepdims=True)] = 0.0
+    return solution, values
 
 
 def effective_throughput(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:

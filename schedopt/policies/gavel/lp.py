@@ -1,4 +1,4 @@
-"""Gavel's heterogeneity-aware throughput-matrix LPs (docs/formulations.md §1).
+"""Gavel's heterogeneity-aware throughput-matrix policies (LPs stated in `models.py`).
 
 Every policy shares Gavel's base constraints on the allocation X (M jobs x J GPU types):
     X >= 0,   sum_j X[m,j] <= 1,   sum_m s_m X[m,j] <= c_j,
@@ -23,58 +23,23 @@ import dataclasses
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends import Status
-from schedopt.backends.base import LinearProgram
 from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome
-from schedopt.policies.gavel.blocks import (allocation_bounds, base_rows, column,
-                                          effective_throughput, fill_leftover, per_job_rows,
-                                          scale_rows, solve_allocation_lp)
+from schedopt.policies.gavel.blocks import effective_throughput, fill_leftover, solve_allocation
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.gavel.levels import LevelProblem, LevelSolution, max_level
+from schedopt.policies.gavel.models import (max_min_model, need_model, normalized_throughput,
+                                            shortfall_model, throughput_model)
+from schedopt.policies.gavel.robust import robust_max_min_fairness, worst_case_levels
 from schedopt.policies.gavel.solving import (DECOMPOSITION, Method, as_solver, choose_method,
                                              empty_outcome as _empty, lp_outcome as _outcome,
                                              lp_solver)
 
 
-def _lp_with_aux(problem: ThroughputProblem, rows: sp.csr_matrix, row_lower: np.ndarray,
-                 row_upper: np.ndarray, aux_cost: np.ndarray, aux_upper: np.ndarray,
-                 x_cost: np.ndarray | None = None, x_upper: np.ndarray | None = None,
-                 maximize: bool = True, job_scale: np.ndarray | None = None) -> LinearProgram:
-    """LP over [X (or Y = X / job_scale), aux] with the base constraints plus `rows` (already
-    built on M*J+k columns)."""
-    k = aux_cost.shape[0]
-    base, base_lo, base_hi = base_rows(problem, extra_cols=k, job_scale=job_scale)
-    col_lo, col_hi = allocation_bounds(problem)
-    if x_upper is not None:
-        col_hi = np.minimum(col_hi, x_upper)
-    MJ = problem.num_jobs * problem.num_types
-    return LinearProgram(
-        c=np.concatenate([np.zeros(MJ) if x_cost is None else x_cost, aux_cost]),
-        A=sp.vstack([base, rows], format="csr"),
-        row_lower=np.concatenate([base_lo, row_lower]),
-        row_upper=np.concatenate([base_hi, row_upper]),
-        col_lower=np.concatenate([col_lo, np.zeros(k)]),
-        col_upper=np.concatenate([col_hi, aux_upper]),
-        maximize=maximize,
-    )
-
-
 # ---------------------------------------------------------------- max-min fairness
-
-def normalized_throughput(problem: ThroughputProblem, agnostic: bool = False) -> np.ndarray:
-    """(M, J) coefficients a with a[m] @ X[m] = job m's max-min objective term.
-
-    Heterogeneity-aware: s_m T[m,j] / (w_m thr^eq_m). Agnostic: s_m / w_m on runnable types.
-    """
-    s_over_w = (problem.scale_factor / problem.weight)[:, None]
-    if agnostic:
-        return s_over_w * problem.runnable
-    return s_over_w * problem.throughput / problem.equal_share_throughput[:, None]
-
 
 def solve_levels(problem: ThroughputProblem, gain: np.ndarray, jobs: np.ndarray | None = None,
                  start: dict | None = None, solver: Solver | None = None):
@@ -119,19 +84,15 @@ def max_min_fairness(problem: ThroughputProblem, solver: Solver | str | None = N
         if agnostic:
             raise PolicyError("robust applies to heterogeneity-aware max_min_fairness: the "
                               "agnostic objective does not depend on the throughputs")
-        from schedopt.policies.gavel.robust import robust_max_min_fairness
         return robust_max_min_fairness(problem, robust, lp_solver(solver))
     a = normalized_throughput(problem, agnostic) * problem.runnable
     if method == DECOMPOSITION:
         solution, X = solve_levels(problem, a, start=start, solver=solver)
         return _level_outcome(solution, X, float(np.min(np.einsum("mj,mj->m", a, X))),
                               solution.bound)
-    M, J = a.shape
-    rows = per_job_rows(a, 1) - column(np.ones(M), M * J, M * J + 1)
-    rows, lo, hi = scale_rows(rows, np.zeros(M), np.full(M, np.inf))
-    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf))
     solver = lp_solver(solver)
-    result, X = solve_allocation_lp(problem, lp, solver)
+    solution, X = solve_allocation(problem, *max_min_model(problem, agnostic), solver)
+    result = solution.result
     objective = float(np.min(np.einsum("mj,mj->m", a, X))) if X is not None else None
     return _outcome(result, X, objective, result.bound, solver.name)
 
@@ -148,7 +109,6 @@ def max_min_objective(problem: ThroughputProblem, X: np.ndarray, agnostic: bool 
     if problem.num_jobs == 0:
         return 0.0
     if robust and not agnostic:
-        from schedopt.policies.gavel.robust import worst_case_levels
         return float(np.min(worst_case_levels(problem, X, robust)))
     a = normalized_throughput(problem, agnostic) * problem.runnable
     return float(np.min(np.einsum("mj,mj->m", a, X)))
@@ -175,19 +135,6 @@ def makespan_of(problem: ThroughputProblem, X: np.ndarray) -> float:
         return float(np.max(np.where(thr > 0, time_left, np.inf)))
 
 
-def _need_rows(problem: ThroughputProblem, active: np.ndarray, need: np.ndarray):
-    """Rows sum_j (T[m,j] / Tbest_m) Y[m,j] - z >= 0 for the active jobs, over columns [Y, z]
-    with X = need[m] * Y: "job m gets the fraction `need[m]` of its best type's time, times z".
-    Returns (rows, lower, upper, job_scale, x_upper)."""
-    T = problem.throughput * problem.runnable
-    M, J = T.shape
-    rows = per_job_rows(T / T.max(axis=1, keepdims=True), 1) - column(np.ones(M), M * J, M * J + 1)
-    keep = np.flatnonzero(active)
-    job_scale = np.where(active, need, 1.0)
-    return (rows[keep], np.zeros(keep.size), np.full(keep.size, np.inf), job_scale,
-            np.where(np.repeat(active, J), np.inf, 0.0))
-
-
 def _checked(status: Status, objective: float, bound: float | None, tolerance: float) -> Status:
     """Downgrade `optimal` to `feasible` when the allocation's own objective misses the bound."""
     if status is Status.OPTIMAL and (bound is None or not np.isfinite(objective) or
@@ -205,7 +152,7 @@ def min_makespan(problem: ThroughputProblem, solver: Solver | str | None = None,
     max z  s.t.  sum_j (T[m,j] / Tbest_m) X[m,j] >= (d_m / D) z, and makespan = D / z;
     method "decomposition" ("auto" without a named solver) solves it with `levels.max_level`
     (`start`, `method`: as for `max_min_fairness`).
-    Each job's columns are scaled by d_m / D (see `_need_rows`), so a job with one step left
+    Each job's columns are scaled by d_m / D (see `models.need_model`), so a job with one step left
     next to a week-long one still gets its share.
     """
     problem.require_remaining_steps("min_makespan")
@@ -224,11 +171,10 @@ def min_makespan(problem: ThroughputProblem, solver: Solver | str | None = None,
         gain = T / best[:, None] / np.where(active, d / D, 1.0)[:, None]
         solution, X = solve_levels(problem, gain, np.flatnonzero(active), start, solver)
         return _level_outcome(solution, X, makespan_of(problem, X), D / solution.bound)
-    rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, d / D)
-    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.full(1, np.inf),
-                      x_upper=x_upper, job_scale=job_scale)
     solver = lp_solver(solver)
-    result, X = solve_allocation_lp(problem, lp, solver, job_scale)
+    solution, X = solve_allocation(problem, *need_model(problem, active, d / D), solver,
+                                   np.where(active, d / D, 1.0))
+    result = solution.result
     if X is None:
         return _outcome(result, None, None, None, solver.name)
     bound = D / result.bound if result.bound and result.bound > 0 else None
@@ -277,10 +223,9 @@ def _ftf_feasible(problem, rho, active, isolated, solver):
     need = np.where(active, R / np.where(active, denominator, 1.0), 0.0) / best  # of best-type time
     if np.any(need[active] > 1.0 + 1e-12):
         return False, None, None
-    rows, lo, hi, job_scale, x_upper = _need_rows(problem, active, need)
-    lp = _lp_with_aux(problem, rows, lo, hi, aux_cost=np.ones(1), aux_upper=np.ones(1),
-                      x_upper=x_upper, job_scale=job_scale)
-    result, X = solve_allocation_lp(problem, lp, solver, job_scale)
+    solution, X = solve_allocation(problem, *need_model(problem, active, need, 1.0), solver,
+                                   np.where(active, need, 1.0))
+    result = solution.result
     if X is None:
         return False, None, result
     return result.objective >= 1.0 - 1e-7, X, result
@@ -395,25 +340,13 @@ def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
                    {"infeasible_slos": sorted(shortfall), "slo_shortfall": shortfall})
 
 
-def _slo_rows(problem: ThroughputProblem, jobs: np.ndarray, extra_cols: int) -> sp.csr_matrix:
-    """Rows sum_j (T[m,j] / Tbest_m) X[m,j] for `jobs`: the fraction of best-type time."""
-    T = problem.throughput * problem.runnable
-    best = np.maximum(T.max(axis=1, keepdims=True), 1e-300)
-    return per_job_rows(T / best, extra_cols)[jobs]
-
-
 def _max_weighted_throughput(problem, weights, solver: Solver, slo_jobs=None, slo_target=None):
     """max sum(weights * X), with thr_m(X) >= slo_target * Tbest_m for `slo_jobs` if given."""
     if problem.num_jobs == 0:
         return _empty(problem, solver.name, 0.0)
-    M, J = problem.throughput.shape
-    if slo_jobs is None or slo_jobs.size == 0:
-        rows, lo = sp.csr_matrix((0, M * J)), np.zeros(0)
-    else:
-        rows, lo = _slo_rows(problem, slo_jobs, 0), slo_target
-    lp = _lp_with_aux(problem, rows, lo, np.full(lo.size, np.inf), aux_cost=np.zeros(0),
-                      aux_upper=np.zeros(0), x_cost=(weights * problem.runnable).ravel())
-    result, X = solve_allocation_lp(problem, lp, solver)
+    solution, X = solve_allocation(problem, *throughput_model(problem, weights, slo_jobs,
+                                                              slo_target), solver)
+    result = solution.result
     objective = float(np.sum(weights * X)) if X is not None else None
     return _outcome(result, X, objective, result.bound, solver.name)
 
@@ -421,16 +354,11 @@ def _max_weighted_throughput(problem, weights, solver: Solver, slo_jobs=None, sl
 def _min_shortfall(problem, jobs, target, solver: Solver) -> np.ndarray | None:
     """Per SLO job, the shortfall (fraction of best-type time) minimizing the total relative
     shortfall sum_k e_k / target_k; None if the solve fails."""
-    M, J = problem.throughput.shape
-    k = jobs.size
-    if k == 0:
+    if jobs.size == 0:
         return np.zeros(0)
-    rows = _slo_rows(problem, jobs, k)
-    rows = rows + sp.hstack([sp.csr_matrix((k, M * J)), sp.identity(k, format="csr")], format="csr")
-    lp = _lp_with_aux(problem, rows, target, np.full(k, np.inf), aux_cost=1.0 / target,
-                      aux_upper=target, maximize=False)
-    result = solver.solve(lp)
-    return None if result.x is None else np.clip(result.x[M * J:], 0.0, target)
+    model, _, shortfall = shortfall_model(problem, jobs, target)
+    found = model.solve(solver)[shortfall]
+    return None if found is None else np.clip(found, 0.0, target)
 
 
 # ---------------------------------------------------------------- objectives of any allocation

@@ -4,19 +4,14 @@ relative box around the one the policy sees (issue 9; docs/perf-error.md).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome
-from schedopt.policies.gavel.blocks import (fill_leftover, per_job_rows,
-                                          solve_allocation_lp)
-from schedopt.policies.gavel.lp import (_lp_with_aux, _outcome, max_min_objective,
-                                         normalized_throughput)
-from schedopt.policies.gavel.solving import as_solver, lp_solver
+from schedopt.policies.gavel.blocks import fill_leftover, solve_allocation
+from schedopt.policies.gavel.models import normalized_throughput, robust_model
+from schedopt.policies.gavel.solving import as_solver, lp_outcome, lp_solver
 from schedopt.core.problem import ThroughputProblem
 
 
@@ -34,7 +29,8 @@ def robust_max_min_fairness(problem: ThroughputProblem, robust: float,
     (numerator and equal-share normalizer both move with T'). It is >= t for every T' in the
     box iff sum_j min over d in [-r, r] of (1+d) T[m,j] (X[m,j] - t (w_m/s_m) q_j) >= 0, which
     is linear with one free u[m,j] per entry. Divided by w_m/s_m thr^eq_m it reads, with
-    a = `normalized_throughput` and p[m,j] = T[m,j] q_j / thr^eq_m (sum_j p[m,j] = 1):
+    a = `normalized_throughput` and p[m,j] = T[m,j] q_j / thr^eq_m (sum_j p[m,j] = 1)
+    (`models.robust_model`):
 
         max t  s.t.  u[m,j] <= (1 -+ r) (a[m,j] X[m,j] - p[m,j] t)   (both signs),
                      sum_j u[m,j] >= 0,   base constraints on X.
@@ -45,31 +41,15 @@ def robust_max_min_fairness(problem: ThroughputProblem, robust: float,
     """
     _box_check(robust)
     solver = lp_solver(as_solver(solver))
-    a = normalized_throughput(problem) * problem.runnable
-    p = problem.throughput * (problem.capacity / problem.capacity.sum())[None, :]
-    p = p / p.sum(axis=1, keepdims=True)
-    M, J = a.shape
-    K = M * J  # columns [X (K), u (K), t (1)]
-    eye = sp.identity(K, format="csr")
-    corner_rows = [sp.hstack([sp.diags(-factor * a.ravel()), eye,
-                              sp.csr_matrix(factor * p.reshape(K, 1))], format="csr")
-                   for factor in (1.0 - robust, 1.0 + robust)]
-    sum_rows = sp.hstack([sp.csr_matrix((M, K)), per_job_rows(np.ones((M, J))),
-                          sp.csr_matrix((M, 1))], format="csr")
-    rows = sp.vstack(corner_rows + [sum_rows], format="csr")
-    lower = np.concatenate([np.full(2 * K, -np.inf), np.zeros(M)])
-    upper = np.concatenate([np.zeros(2 * K), np.full(M, np.inf)])
-    lp = _lp_with_aux(problem, rows, lower, upper, aux_cost=np.r_[np.zeros(K), 1.0],
-                      aux_upper=np.full(K + 1, np.inf))
-    lp = dataclasses.replace(lp, col_lower=np.concatenate([lp.col_lower[:K], np.full(K, -np.inf),
-                                                           np.zeros(1)]))
-    result, X = solve_allocation_lp(problem, lp, solver)
+    solution, X = solve_allocation(problem, *robust_model(problem, robust), solver)
+    result = solution.result
     if X is None:
-        return _outcome(result, None, None, None, solver.name)
+        return lp_outcome(result, None, None, None, solver.name)
     X = fill_leftover(problem, X)
     guaranteed = float(np.min(worst_case_levels(problem, X, robust)))
-    outcome = _outcome(result, X, guaranteed, result.bound, solver.name)
-    outcome.details.update(guaranteed_level=guaranteed, nominal_level=max_min_objective(problem, X),
+    outcome = lp_outcome(result, X, guaranteed, result.bound, solver.name)
+    nominal = np.einsum("mj,mj->m", normalized_throughput(problem) * problem.runnable, X)
+    outcome.details.update(guaranteed_level=guaranteed, nominal_level=float(np.min(nominal)),
                            robust=robust)
     return outcome
 

@@ -21,7 +21,7 @@ top: reaching the largest pinned cap proves the count. Probes (pinned jobs' rate
 (top - base) / theta, so the LP reaches theta iff it is feasible) settle the other cases. A
 stage takes a few LPs however many distinct caps bind, never one per cap.
 
-water_filling: a = gavel.normalized_throughput (s_m T[m,j] / (w_m thr^eq_m); agnostic: s_m /
+water_filling: a = models.normalized_throughput (s_m T[m,j] / (w_m thr^eq_m); agnostic: s_m /
 w_m on runnable types), rate 1, base 0. The result is the leximin allocation of the vector
 (a[m] @ X[m])_m, Gavel's max_min_fairness_water_filling(_perf): its smallest level is
 max_min_fairness's optimum, the next smallest is as large as possible given that, and so on.
@@ -63,10 +63,11 @@ from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.policies.gavel import lp as gavel
 from schedopt.core.outcome import Outcome
-from schedopt.policies.gavel.blocks import column, per_job_rows, solve_allocation_lp
+from schedopt.policies.gavel.blocks import solve_allocation
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.gavel.level_hull import build_hulls, cost_on, segment_of
 from schedopt.policies.gavel.levels import LevelProblem, max_level
+from schedopt.policies.gavel.models import normalized_throughput, stage_model
 from schedopt.policies.gavel.solving import DECOMPOSITION, Method, choose_method, lp_solver
 GAP = 1e-7             # proven relative gap of every max_level stage
 DUAL_SHARE = 1e-6      # a job is bottlenecked when its dual share y_m rate_m (they sum to 1)
@@ -147,22 +148,19 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
 
 
 def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: Solver) -> StageSolver:
-    """Stages solved as one LP each on a backend (columns X then C; rows scaled to O(1))."""
-    M, J = a.shape
+    """Stages solved as one LP each on a backend (`models.stage_model`)."""
     top = a.max(axis=1)
 
     def solve(rising, base, rate, floor, warm, hint):
         slope = np.where(rising, rate, 0.0)
-        scale = 1.0 / np.maximum(top, slope)
-        rows = per_job_rows(a * scale[:, None], 1) - column(slope * scale, M * J, M * J + 1)
-        lower = np.where(rising, base, floor) * scale
-        lp = gavel._lp_with_aux(problem, rows, lower, np.full(M, np.inf), aux_cost=np.ones(1),
-                                aux_upper=np.full(1, np.inf))
-        result, X = solve_allocation_lp(problem, lp, solver)
-        if X is None or result.row_duals is None:
+        solution, X = solve_allocation(
+            problem, *stage_model(problem, a, slope, np.where(rising, base, floor)), solver)
+        levels, gpus = solution.dual("level"), solution.dual("gpus")
+        if X is None or levels is None:
             return None
-        y = np.maximum(-result.row_duals[M + J:] * scale, 0.0)
-        prices = np.maximum(result.row_duals[M:M + J], 0.0) / problem.capacity
+        y = np.maximum(-levels * (1.0 / np.maximum(top, slope)), 0.0)
+        prices = np.maximum(gpus, 0.0) / problem.capacity
+        result = solution.result
         return _Stage(_reached(a, X, rising, base, rate), result.bound, X,
                       np.where(rising, y * rate, 0.0), result.status is Status.OPTIMAL, prices)
     return solve
@@ -507,7 +505,7 @@ def water_filling(problem: ThroughputProblem, solver: Solver | str | None = None
 
     objective: the smallest level (max_min_fairness's optimum); bound: the first stage's proven
     upper bound; details: levels (distinct levels), solves (LPs), stages, job_levels."""
-    a = gavel.normalized_throughput(problem, agnostic) * problem.runnable
+    a = normalized_throughput(problem, agnostic) * problem.runnable
     stages, solver = _stages(problem, a, method, solver, gap)
     if problem.num_jobs == 0:
         return _empty(problem, solver)

@@ -280,3 +280,31 @@ def test_packed_policy_never_pairs_jobs_measured_not_to_share_on_gavels_full_tab
         assert chosen and all(
             any(rates[(tuple(sorted(kind[j] for j in p["jobs"])), p["gpu_type"])])
             for p in chosen)
+
+
+def test_perf_commands_keep_measured_zeros_and_print_predicted_ones(tmp_path):
+    stream = tmp_path / "rounds.csv"
+    stream.write_text("job,gpu_type,steps_per_s,partner\nj1,v100,3,\nj2,v100,2,\n"
+                      "j1,v100,0,j2\nj2,v100,0,j1\n")
+    code, _, err = run("perf", "build", "--measurements", stream, "-o", tmp_path / "o.json")
+    assert code == 0 and "2 measured (2 at 0: cannot share)" in err and err.rstrip().endswith("2 missing")
+    model, _ = read_model(tmp_path / "o.json")
+    assert model.known[0, model.column("v100", "j2")] and model.values[0, model.column("v100", "j2")] == 0
+    write_model(_hand_model(), tmp_path / "hand.json")
+    code, stdout, err = run("perf", "complete", tmp_path / "hand.json", "--ranks", "1",
+                            "--lambdas", "0.1", "--ensemble", "0")
+    assert code == 0, err
+    assert "filled 8 entries (rank 1, lambda 0.1; 1 predicted 0: cannot share); 0 still missing" in stdout
+    (row,) = [line.split() for line in stdout.splitlines() if line.startswith("a ") and " a " in line]
+    assert row == ["a", "g", "a", "0", "(cannot", "share)", "-"]
+    code, stdout, _ = run("perf", "complete", tmp_path / "hand.json", "--json", "--ensemble", "0")
+    doc = json.loads(stdout)
+    assert code == 0 and doc["cannot_share"] == 1 and len(doc["filled"]) == 8
+    (zero,) = [e for e in doc["filled"] if e["steps_per_s"] == 0]
+    assert (zero["job_type"], zero["partner"], zero["uncertainty"]) == ("a", "a", None)
+    code, _, err = run("perf", "complete", tmp_path / "hand.json", "-o", tmp_path / "full.json",
+                       "--ensemble", "0")
+    full, _ = read_model(tmp_path / "full.json")
+    c = full.column("g", "a")
+    assert code == 0 and full.values[0, c] == 0 and not full.known[0, c]  # a prediction, read back
+    assert full.values[0, full.column("g", "b")] == 0 and full.known[0, full.column("g", "b")]

@@ -200,7 +200,8 @@ def complete_command(source, output, pairs, isolated, ranks, lambdas, ensemble, 
     left = int(result.model.missing.sum())
     if as_json:
         doc = {"rank": result.rank, "lambda": result.lam, "filled": entries,
-               "cannot_share": int(result.cannot_share.sum()), "still_missing": left, "heldout_rms_log_error": result.residual,
+               "cannot_share": int(result.cannot_share.sum()), "still_missing": left,
+               "heldout_rms_log_error": result.residual,
                "validation": [{"rank": k, "lambda": lam, "mre": v}
                               for (k, lam), v in result.validation.items()]}
         click.echo(json.dumps(_finite(doc), indent=1, allow_nan=False))

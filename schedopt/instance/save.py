@@ -81,7 +81,8 @@ def instance_to_dict(instance: Instance) -> dict:
         "colocated": [
             _some({"types": list(x.types), "gpu_type": x.gpu_type,
                    "throughput": [float(v) for v in x.throughput],
-                   "unconsolidated": None if x.unconsolidated is None else [float(v) for v in x.unconsolidated]})
+                   "unconsolidated": None if x.unconsolidated is None
+                   else [float(v) for v in x.unconsolidated]})
             for x in p.colocated
         ],
         "unconsolidated": {jt: _floats(row) for jt, row in p.unconsolidated.items()},

@@ -96,11 +96,12 @@ class Completion:
     model: the completed model (measured cells as given, missing ones filled; `uncertainty`
     on filled cells as in the module doc, 0 on measured cells, NaN elsewhere); filled: (R, C)
     bool, the cells filled; cannot_share: (R, C) bool, the filled pair cells predicted 0
-    steps/s by the rule in the module doc (None: the same as no cell); spread: (R, C) bootstrap sd of log steps/s on every cell (None
-    without an ensemble); rank, lam: the chosen hyperparameters; residual: {"pairs": s_val,
-    "isolated": s_val}, the RMS held-out log error of each kind of cell at (rank, lam) (NaN
-    where none was held out); validation: {(rank, lam): held-out mean relative error on the
-    kinds of cells being filled} over the grid (empty when the grid has one point).
+    steps/s by the rule in the module doc (`complete` always sets it); spread: (R, C)
+    bootstrap sd of log steps/s on every cell (None without an ensemble); rank, lam: the
+    chosen hyperparameters; residual: {"pairs": s_val, "isolated": s_val}, the RMS held-out
+    log error of each kind of cell at (rank, lam) (NaN where none was held out); validation:
+    {(rank, lam): held-out mean relative error on the kinds of cells being filled} over the
+    grid (empty when the grid has one point).
     """
 
     model: PerformanceModel

@@ -64,7 +64,8 @@ class PerformanceModel:
     uncertainty: np.ndarray | None = None
     unconsolidated: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
     name: str | None = None
-    unconsolidated_pairs: Mapping[tuple[str, str, str], tuple[float, float]] = field(default_factory=frozen_map)
+    unconsolidated_pairs: Mapping[tuple[str, str, str], tuple[float, float]] = field(
+        default_factory=frozen_map)
 
     def __post_init__(self):
         shape = (len(self.job_types), len(self.gpu_types) * (1 + len(self.partners)))

@@ -26,6 +26,7 @@ Times are seconds of simulated time, measured from the instance's clock (arrival
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable
 
@@ -70,8 +71,8 @@ def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
         free = busy_until <= t
         if free.any() and queued.any():
             waiting = int(queued.sum())
-            decision = QueueDecision(trace, t, queued.copy(), free, busy_until.copy(),
-                                     running.copy(), start, completion)
+            decision = QueueDecision(trace, t, queued, free, busy_until, running, start,
+                                     completion)
             starts, candidates, seconds = step(policy, options, solver, decision)
             for m, k in starts:
                 queued[m] = False
@@ -111,17 +112,19 @@ def _contract_step(policy: Policy, options: Any, solver: Solver,
     if not isinstance(plan, MachineQueues):
         raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.QUEUES.value}) "
                             f"returned {type(plan).__name__}, expected a MachineQueues")
-    trace = decision.trace
-    jobs, machines = trace.job_index, trace.machine_index
-    starts = []
+    trace, free, queued = decision.trace, decision.free, decision.queued
+    P = trace.processing
+    starts, taken = [], set()
     for name, queue in plan.queues.items():
-        k = machines[name]
-        if queue and decision.free[k]:
-            m = jobs[queue[0]]
-            if not decision.queued[m] or not np.isfinite(trace.processing[m, k]):
-                raise SchedoptError(f"policy {policy.name} started job {queue[0]} on {name}, "
-                                    f"where it is not waiting or cannot run")
-            starts.append((m, k))
+        k = trace.machine_index[name]
+        if not queue or not free[k]:
+            continue
+        m = trace.job_index[queue[0]]
+        if not queued[m] or not math.isfinite(P[m, k]) or m in taken:
+            raise SchedoptError(f"policy {policy.name} started job {queue[0]} on {name}, where "
+                                f"it is not waiting or cannot run (or twice)")
+        taken.add(m)
+        starts.append((m, k))
     return starts, int(decision.queued.sum()), float("nan")
 
 

@@ -27,17 +27,33 @@ class EventProblem(ThroughputProblem):
     event: Any = None
 
 
-def event_arrays(event: Any, job_ids: tuple[str, ...], gpu_types: tuple[str, ...],
+def event_arrays(event: Any, job_ids: np.ndarray, gpu_types: tuple[str, ...],
                  throughput: np.ndarray, scale_factor: np.ndarray, capacity: np.ndarray,
                  remaining_steps: np.ndarray, time_since_arrival: np.ndarray,
                  time_to_deadline: np.ndarray) -> EventProblem:
     """An EventProblem straight from arrays the simulator has already checked (no copies, no
-    validation: it is built at every decision point); weight 1, cost and isolated time
-    unknown."""
+    validation: it is built at every decision point; job_ids stays the simulator's (M,) object
+    array); weight 1, cost and isolated time unknown."""
     M, J = throughput.shape
-    return EventProblem(job_ids, gpu_types, throughput, scale_factor, np.ones(M), capacity,
-                        np.full(J, np.nan), remaining_steps, time_since_arrival, np.zeros(M),
-                        time_to_deadline, event=event)
+    return EventProblem(job_ids, gpu_types, throughput, scale_factor, filled(M, "one"),
+                        capacity, filled(J, "nan"), remaining_steps, time_since_arrival,
+                        filled(M, "zero"), time_to_deadline, event=event)
+
+
+_VALUES = {"one": 1.0, "zero": 0.0, "nan": np.nan}
+_FILLED: dict[str, np.ndarray] = {}
+
+
+def filled(size: int, name: str) -> np.ndarray:
+    """A read-only (size,) array of ones, zeros or nans (`name`): a view of one buffer shared
+    by every event problem, so that a decision point allocates nothing for constants."""
+    buffer = _FILLED.get(name)
+    if buffer is None or buffer.size < size:
+        buffer = np.full(max(size, 1024, 0 if buffer is None else 2 * buffer.size),
+                         _VALUES[name])
+        buffer.flags.writeable = False
+        _FILLED[name] = buffer
+    return buffer[:size]
 
 
 def event_problem(base: ThroughputProblem, event: Any) -> EventProblem:

@@ -25,7 +25,7 @@ from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of
+from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of, filled
 from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseJobs, LeaseSettings,
                                                 fill_in_order)
 
@@ -60,9 +60,8 @@ class LeaseBoundary:
         throughput 1 (a second of running per second held), remaining_steps the seconds of
         running left."""
         jobs = self.jobs
-        n = jobs.num_jobs
-        return event_arrays(self, tuple(self.ids), (self.gpu_type,), np.ones((n, 1)),
-                            jobs.gpus.astype(float), np.array([float(self.capacity)]),
+        return event_arrays(self, self.ids, (self.gpu_type,), filled(jobs.num_jobs, "one")[:, None],
+                            jobs.gpus, np.array([float(self.capacity)]),
                             jobs.remaining_s, self.now - self.arrival,
                             np.where(np.isfinite(self.deadline), self.deadline - self.now,
                                      np.nan))
@@ -87,7 +86,7 @@ def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: 
     """The decision `running` ((n,) bool: holds GPUs in the next lease) as an Outcome: the
     allocation marks those jobs on the pool's type; the decision is a LeasePlan."""
     X = np.zeros((boundary.jobs.num_jobs, len(problem.gpu_types)))
-    X[running, list(problem.gpu_types).index(boundary.gpu_type)] = 1.0
+    X[running, tuple(problem.gpu_types).index(boundary.gpu_type)] = 1.0
     ids = boundary.ids[running].tolist()
     plan = LeasePlan({job: [0] for job in ids}, ids, [], [], boundary.lease_seconds,
                      boundary.gpu_type)
@@ -121,7 +120,7 @@ class _PriorityFill(Policy):
         if boundary is None:
             boundary = LeaseBoundary.from_instance(problem.instance, options)
         n = boundary.jobs.num_jobs
-        order = np.lexsort((np.arange(n), *self.keys(boundary)))
+        order = np.lexsort(self.keys(boundary))  # stable: ties in index order
         running = np.zeros(n, dtype=bool)
         running[fill_in_order(boundary.jobs.gpus, order, boundary.capacity)] = True
         return lease_outcome(problem, boundary, running, time.perf_counter() - clock, self.name)

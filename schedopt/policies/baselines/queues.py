@@ -42,7 +42,7 @@ from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.policies.allox.matching import allox_processing_times
-from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of
+from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of, filled
 
 FASTEST_TOLERANCE = 1e-9  # relative: processing times this close count as equally fast
 
@@ -89,6 +89,11 @@ class MachineTrace:
         return P <= P.min(axis=1, keepdims=True) * (1 + FASTEST_TOLERANCE)
 
     @cached_property
+    def id_array(self) -> np.ndarray:
+        """(n,) the job ids as an object array."""
+        return np.asarray(self.ids, dtype=object)
+
+    @cached_property
     def job_index(self) -> dict[str, int]:
         return {job: m for m, job in enumerate(self.ids)}
 
@@ -106,7 +111,8 @@ class MachineTrace:
 
 @dataclass(frozen=True)
 class QueueDecision:
-    """One decision at `now` (s) over the whole `trace`: queued (n,) bool, the jobs waiting;
+    """One decision at `now` (s) over the whole `trace` (arrays the simulator owns: read them,
+    do not change them): queued (n,) bool, the jobs waiting;
     free (K,) bool, the machines idle now; busy_until (K,) s, when each machine's job ends
     (<= now when free); running (K,) the job on each machine (-1: none); start, completion
     (n,) s of the jobs started so far (nan: not started)."""
@@ -142,16 +148,18 @@ class QueueDecision:
         """This decision as the problem a QUEUES policy solves (the waiting jobs; throughput
         and capacity are not what these policies read: machines are in `event`)."""
         waiting = np.flatnonzero(self.queued)
-        return event_arrays(self, tuple(np.asarray(self.trace.ids, dtype=object)[waiting]), (),
-                            np.zeros((waiting.size, 0)), np.ones(waiting.size), np.zeros(0),
-                            np.full(waiting.size, np.nan), self.now - self.trace.arrival[waiting],
-                            np.full(waiting.size, np.nan))
+        unknown = filled(waiting.size, "nan")
+        return event_arrays(self, self.trace.id_array[waiting], (), np.empty((waiting.size, 0)),
+                            filled(waiting.size, "one"), filled(0, "zero"), unknown,
+                            self.now - self.trace.arrival[waiting], unknown)
 
 
 def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], seconds: float,
-                  algorithm: str, details: dict | None = None) -> Outcome:
+                  algorithm: str, details: dict | None = None, listed: bool = True) -> Outcome:
     """The jobs `starts` [(job, machine)] (indices into the trace) started now, as an Outcome
-    whose decision is a MachineQueues (one job at the head of each machine that gets one)."""
+    whose decision is a MachineQueues (one job at the head of each machine that gets one).
+    listed=False keeps `waiting` an object array of ids (inside a simulation, where it would
+    otherwise be a new list of every waiting job at every decision)."""
     trace = decision.trace
     queues, schedule = {}, {}
     for m, k in starts:
@@ -159,9 +167,11 @@ def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], second
         queues[machine] = [job]
         schedule[job] = {"machine": machine, "position": 0, "start": decision.now,
                          "completion": decision.now + float(trace.processing[m, k])}
-    chosen = np.zeros(len(trace.ids), dtype=bool)
-    chosen[[m for m, _ in starts]] = True
-    waiting = np.asarray(trace.ids, dtype=object)[decision.queued & ~chosen].tolist()
+    left = decision.queued.copy()
+    left[[m for m, _ in starts]] = False
+    waiting = trace.id_array[left]
+    if listed:
+        waiting = waiting.tolist()
     plan = MachineQueues(queues, schedule, waiting)
     out = {"queues": queues, "schedule": schedule, "waiting": waiting, **(details or {})}
     return Outcome.from_status(None, Status.FEASIBLE, None, None, seconds, algorithm, out,
@@ -192,10 +202,12 @@ class _QueuePolicy(Policy):
     def solve(self, problem: ThroughputProblem, options, solver) -> Outcome:
         clock = time.perf_counter()
         decision = event_of(problem, QueueDecision)
-        if decision is None:
+        standalone = decision is None
+        if standalone:
             decision = QueueDecision.from_instance(problem.instance)
         starts = self.starts(decision)
-        return queue_outcome(decision, starts, time.perf_counter() - clock, self.name)
+        return queue_outcome(decision, starts, time.perf_counter() - clock, self.name,
+                             listed=standalone)
 
 
 class Sjf(_QueuePolicy):

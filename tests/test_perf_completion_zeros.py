@@ -66,6 +66,8 @@ def test_every_pair_entry_of_gavels_table_is_imported_with_its_rates_zeros_as_ze
     for p in colocated:
         (a, sa), (b, sb) = (_key(t) for t in p["types"])
         assert sa == sb and table[p["gpu_type"]][(a, sa)][(b, sb)] == p["throughput"]
+    # the performance model holds all of it: its section is the importer's, entry for entry
+    assert gavel_model(TABLE).to_section() == gavel_performance(TABLE)
 
 
 def _key(text: str):

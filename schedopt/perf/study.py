@@ -39,7 +39,7 @@ def hide_units(model: PerformanceModel, fraction: float, target: str, seed: int,
     if not 0 <= fraction <= 1:
         raise SchedoptError(f"a fraction hidden must lie in [0, 1], got {fraction}")
     cols = model.is_pair if target == "pairs" else ~model.is_pair
-    cells = model.known & ((model.values > 0) | zeros) & cols[None, :] & np.isfinite(model.values)
+    cells = model.known & ((model.values > 0) | zeros) & cols[None, :]
     units = measurement_units(model, cells)
     n = int(units.max()) + 1 if cells.any() else 0
     chosen = np.zeros(n, dtype=bool)

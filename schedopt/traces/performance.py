@@ -164,11 +164,11 @@ def colocated_pairs(table: GavelTable, gpu_types, keys) -> list[dict]:
     out = []
     for g in gpu_types:
         rows, loose = table[g], table.get(g + UNCONSOLIDATED, {})
-        present = sorted((k for k in keys if k in rows), key=lambda k: (k[1], label(*k)))
+        present = sorted((k for k in keys if k in rows), key=lambda k: label(*k))
         for i, a in enumerate(present):
             for b in present[i:]:
                 if b[1] != a[1]:
-                    break
+                    continue
                 rates = _pair_rates(rows, a, b)
                 if rates is None:
                     continue

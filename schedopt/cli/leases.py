@@ -51,7 +51,8 @@ def lease_policies(names: tuple[str, ...]) -> list[str]:
               help="Policy option, repeatable, given to each policy that takes it: "
                    "lease_seconds (s, default 1200), resume_overhead_s (s lost per start or "
                    "resume, default 30), gpu_type (the pool; default: the type with the most "
-                   "GPUs), round_up (true/false), horizon_leases and sigma (chronus).")
+                   "GPUs), round_up (true/false); chronus also horizon_leases, horizon_seconds, "
+                   "slots_per_doubling and sigma.")
 @click.option("--solver", "-s", default=None,
               help="MILP backend for chronus's lease MILP (default: its own; cpsat, scip, cbc).")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=5.0,

@@ -258,3 +258,16 @@ def test_chronus_at_60_s_leases_admits_far_deadlines_and_admitted_jobs_never_mis
     assert ever["met_deadline"].all()
     edf = simulate(trace, "edf", 60.0).jobs
     assert slo["met_deadline"].sum() >= edf[edf["slo"]]["met_deadline"].sum()
+
+
+def test_tight_jobs_are_planned_by_default_only_where_the_overhead_is_a_large_share():
+    # 3,530 s of work, deadline in 3 leases of 1,200 s: lease by lease it needs
+    # ceil(3530 / 1170) = 4 leases, running through it needs 3530 + 30 <= 3600.
+    jobs = LeaseJobs(np.array([8]), np.array([3530.0]), np.array([0]), np.array([3600.0]),
+                     np.ones(1))
+    assert plan_inputs(jobs, 0.0, LeaseSettings())[2].tolist() == [False]  # 30 s is 2.5%
+    need, _, reachable = plan_inputs(jobs, 0.0, LeaseSettings(run_through=True))
+    assert reachable.tolist() == [True] and need.tolist() == [3]
+    assert LeaseSettings(lease_seconds=300.0).plans_tight_jobs  # 30 s is 10% of 300 s
+    with pytest.raises(PolicyError, match="run_through"):
+        LeaseSettings(run_through="yes")

@@ -133,6 +133,10 @@ DEFAULT_LEASE_SECONDS = 1200.0
 DEFAULT_FINE_LEASES = 96
 DEFAULT_HORIZON_SECONDS = 115_200.0  # 32 h: 96 leases of 20 min, Chronus's artifact window
 DEFAULT_SLOTS_PER_DOUBLING = 16
+# Share of a lease the resume overhead must reach for tight jobs to be planned by default: at
+# 20-min leases and 30 s (2.5%) counting the overhead in every lease is close to exact, and
+# Chronus decides as it always has.
+RUN_THROUGH_OVERHEAD = 0.05
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,8 @@ class LeaseSettings:
     resolution) from now; horizon_seconds: the planning window (s; None: exactly
     horizon_leases leases), planned in coarser slots past the first horizon_leases
     (`lease_grid`); slots_per_doubling: slots of one width before widths double there;
+    run_through: plan tight jobs (`plan_inputs`; None: when the resume overhead is at least
+    RUN_THROUGH_OVERHEAD of a lease, where counting it in every lease is far from exact);
     sigma: +1, -1 or "adaptive"; solver / time_limit (s): for the lease MILP."""
 
     lease_seconds: float = 1200.0
@@ -152,6 +158,7 @@ class LeaseSettings:
     time_limit: float | None = 5.0
     horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
+    run_through: bool | None = None
 
     def __post_init__(self):
         for name in ("lease_seconds", "resume_overhead_s"):
@@ -177,10 +184,18 @@ class LeaseSettings:
                 or not np.isfinite(self.horizon_seconds) or self.horizon_seconds <= 0):
             raise PolicyError(f"horizon_seconds must be a finite number of seconds > 0 or None, "
                               f"got {self.horizon_seconds!r}")
+        if self.run_through not in (None, True, False):
+            raise PolicyError(f"run_through must be true, false or null, got {self.run_through!r}")
         rho = self.slots_per_doubling
         if isinstance(rho, bool) or not isinstance(rho, (int, float)) or int(rho) != rho \
                 or rho < 1:
             raise PolicyError(f"slots_per_doubling must be an integer >= 1, got {rho!r}")
+
+    @property
+    def plans_tight_jobs(self) -> bool:
+        if self.run_through is not None:
+            return bool(self.run_through)
+        return self.resume_overhead_s >= RUN_THROUGH_OVERHEAD * self.lease_seconds
 
     @property
     def fine_leases(self) -> int:
@@ -349,7 +364,7 @@ def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
     run_through = (horizon >= 1) & (leases[h] * settings.lease_seconds
                                     >= jobs.remaining_s[jobs.option_job]
                                     + settings.resume_overhead_s * (2 if arriving else 1) - 1e-9)
-    tight = run_through & ~has[jobs.option_job]
+    tight = run_through & ~has[jobs.option_job] & settings.plans_tight_jobs
     if tight.any():
         k = np.flatnonzero(tight)
         # Per tight job its loosest option (largest horizon; ties: larger value, earlier).

@@ -42,7 +42,8 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
                    horizon_leases: int | None = None, sigma: float | str = "adaptive",
                    gpu_type: str | None = None, round_up: bool = True,
                    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS,
-                   slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING) -> Outcome:
+                   slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING,
+                   run_through: bool | None = None) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -56,7 +57,8 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
     clock = time.perf_counter()
     settings = LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma, solver,
                              DEFAULT_TIME_LIMIT if options.time_limit is None
-                             else options.time_limit, horizon_seconds, slots_per_doubling)
+                             else options.time_limit, horizon_seconds, slots_per_doubling,
+                             run_through)
     if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
         return _pools_outcome(instance, settings, round_up, solver, clock)
     if gpu_type == ALL_TYPES:
@@ -130,7 +132,8 @@ class ChronusOptions:
     None: exactly horizon_leases leases, the window before it was set in time), past the first
     horizon_leases leases planned in slots of 2, 4, 8... leases; slots_per_doubling: slots of
     one width before the width doubles; sigma: weight of the GPUs of SLO jobs in the next
-    lease, or "adaptive"; gpu_type: the pool (None: the type with the most GPUs; "all":
+    lease, or "adaptive"; run_through: plan a job that can only meet its deadline by running
+    every lease from now (None: when the resume overhead is >= 5% of a lease); gpu_type: the pool (None: the type with the most GPUs; "all":
     every type, the lease MILP choosing each job's type by its steps/s there);
     round_up: round GPU counts up to 1, 2, 4, 8n."""
 
@@ -142,6 +145,7 @@ class ChronusOptions:
     round_up: bool = True
     horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
+    run_through: bool | None = None
 
 
 class Chronus(Policy):

@@ -11,7 +11,6 @@ at `instance.now`, every job waiting and every machine free.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,12 +53,6 @@ def filled(size: int, name: str) -> np.ndarray:
         buffer.flags.writeable = False
         _FILLED[name] = buffer
     return buffer[:size]
-
-
-def event_problem(base: ThroughputProblem, event: Any) -> EventProblem:
-    """`base` with `event` attached."""
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(ThroughputProblem)}
-    return EventProblem(**fields, event=event)
 
 
 def event_of(problem: ThroughputProblem, kind: type) -> Any:

@@ -14,7 +14,7 @@ from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
-from schedopt.errors import PolicyError
+from schedopt.errors import PolicyError, SchedoptError
 from schedopt.instance import load_instance, parse_instance
 from schedopt.simulation import SimulationConfig, simulate
 from schedopt.simulation.metrics import jain_index, jct_summary, percentile
@@ -94,3 +94,56 @@ def test_metrics_on_hand_cases():
                  "makespan_s": 100.0}
     assert percentile(np.array([np.nan, np.inf]), 50) is None
     assert jain_index([2, 2]) == pytest.approx(1.0) and jain_index([0, 4]) == pytest.approx(0.5)
+
+
+class LongestFirst(Policy):
+    """A queue policy written here: each free machine takes the waiting job that runs longest
+    there (ties: trace order)."""
+
+    name = "longest_first_test"
+    decision = DecisionKind.QUEUES
+    needs = Capability.none()
+    default_solver = None
+
+    def solve(self, problem, options, solver) -> Outcome:
+        from schedopt.policies.baselines.queues import queue_outcome
+
+        event = problem.event
+        waiting, P, starts = event.queued.copy(), event.trace.processing, []
+        for k in np.flatnonzero(event.free):
+            jobs = np.flatnonzero(waiting & np.isfinite(P[:, k]))
+            if jobs.size:
+                m = int(jobs[np.argmax(P[jobs, k])])
+                starts.append((m, int(k)))
+                waiting[m] = False
+        return queue_outcome(event, starts, 0.0, self.name)
+
+
+class Nobody(Policy):
+    """A lease policy that returns no LeasePlan."""
+
+    name = "nobody_test"
+    decision = DecisionKind.LEASES
+    needs = Capability.none()
+    default_solver = None
+
+    def solve(self, problem, options, solver) -> Outcome:
+        return Outcome.from_status(None, Status.FEASIBLE, None, None, 0.0, "none")
+
+
+def test_a_custom_queue_policy_runs_through_the_queue_engine():
+    # One GPU, no CPU machine: J0 (2 s), J1 (5 s), J2 (3 s), all at t=0. Longest first: J1
+    # 0..5, J2 5..8, J0 8..10.
+    trace = parse_instance({"format": "schedopt-instance/1",
+                            "cluster": {"gpu_types": {"g": {"count": 1}}},
+                            "jobs": [{"id": f"J{m}", "total_steps": s, "throughput": {"g": 1.0}}
+                                     for m, s in enumerate([2.0, 5.0, 3.0])]})
+    result = simulate(trace, LongestFirst())
+    assert result.kind == DecisionKind.QUEUES
+    assert result.jobs["completion_s"].tolist() == pytest.approx([10.0, 5.0, 8.0])
+
+
+def test_a_policy_returning_the_wrong_decision_is_a_one_line_error():
+    trace = one_type([{"id": "A", "total_steps": 10}], gpus=1)
+    with pytest.raises(SchedoptError, match="returned NoneType, expected a LeasePlan"):
+        simulate(trace, Nobody())

@@ -333,11 +333,6 @@ def option_horizons(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.
     return np.where(leases <= 0, np.minimum(leases, 0), slots).astype(np.int64)
 
 
-def _leases_within(horizon: np.ndarray, width: np.ndarray) -> np.ndarray:
-    end = np.concatenate(([0], np.cumsum(width)))
-    return end[np.clip(horizon, 0, width.size)]
-
-
 def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
                 arriving: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(need (n,) leases of work each job is planned with, horizon (K,) slots, reachable (K,)

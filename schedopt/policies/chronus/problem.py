@@ -58,11 +58,6 @@ class LeaseProblem:
         """(H,) leases from now to the end of slot t (cumulative width)."""
         return np.cumsum(self.width)
 
-    @property
-    def coarse(self) -> bool:
-        """Some slot spans more than one lease."""
-        return bool(np.any(self.width > 1))
-
     def leases_within(self, horizon: np.ndarray) -> np.ndarray:
         """Leases in the first `horizon` slots (0 for horizon <= 0; capped at the window)."""
         end = np.concatenate(([0], self.slot_end))

@@ -17,12 +17,14 @@ class Expr:
 
     __array_priority__ = 100  # numpy arrays defer to our operators
 
-    def __init__(self, rows, cols, coefs, const, shape: tuple[int, ...]):
+    def __init__(self, rows, cols, coefs, const, shape: tuple[int, ...],
+                 diagonal: bool = False):
         self.rows = _indices(rows)
         self.cols = _indices(cols)
         self.coefs = np.asarray(coefs, dtype=float)
         self.shape = tuple(int(n) for n in shape)
         self.const = np.broadcast_to(np.asarray(const, dtype=float), self.shape)
+        self.diagonal = diagonal  # one term per entry, entry i's in position i (rows = arange)
 
     @property
     def size(self) -> int:
@@ -49,7 +51,8 @@ class Expr:
         """Entry i of the result is entry source[i] of this expression (terms copied)."""
         if self.size == 1:  # a scalar: every entry gets all of its terms
             n = self.coefs.size
-            return Expr(np.repeat(np.arange(source.size), n), np.tile(self.cols, source.size),
+            return Expr(np.repeat(np.arange(source.size, dtype=_index_type(source.size)), n),
+                        np.tile(self.cols, source.size),
                         np.tile(self.coefs, source.size), const, shape)
         order = np.argsort(self.rows, kind="stable")
         count = np.bincount(self.rows, minlength=self.size)
@@ -58,7 +61,8 @@ class Expr:
         total = int(taken.sum())
         starts = np.repeat(first[source] - np.concatenate([[0], np.cumsum(taken)[:-1]]), taken)
         terms = order[starts + np.arange(total)]
-        return Expr(np.repeat(np.arange(source.size), taken), self.cols[terms],
+        return Expr(np.repeat(np.arange(source.size, dtype=_index_type(source.size)), taken),
+                    self.cols[terms],
                     self.coefs[terms], const, shape)
 
     def matrix(self, num_cols: int) -> sp.csr_matrix:
@@ -75,6 +79,8 @@ class Expr:
         flat = np.broadcast_to(factor, shape).ravel()
         const = (me.const if _uniform(me.const) == 0.0 and np.isfinite(factor).all()
                  else me.const * factor)
+        if me.diagonal:  # a variable block scaled entry by entry: no gather
+            return Expr(me.rows, me.cols, me.coefs * flat, const, shape, diagonal=True)
         return Expr(me.rows, me.cols, me.coefs * flat[me.rows], const, shape)
 
     __rmul__ = __mul__
@@ -84,7 +90,7 @@ class Expr:
 
     def __neg__(self) -> "Expr":
         const = self.const if _uniform(self.const) == 0.0 else -self.const
-        return Expr(self.rows, self.cols, -self.coefs, const, self.shape)
+        return Expr(self.rows, self.cols, -self.coefs, const, self.shape, self.diagonal)
 
     def __add__(self, other) -> "Expr":
         other = as_expr(other)
@@ -92,9 +98,9 @@ class Expr:
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
         const = _sum_of(a.const, b.const)
         if not b.coefs.size:  # adding a constant: the terms stay as they are
-            return Expr(a.rows, a.cols, a.coefs, const, shape)
+            return Expr(a.rows, a.cols, a.coefs, const, shape, a.diagonal)
         if not a.coefs.size:
-            return Expr(b.rows, b.cols, b.coefs, const, shape)
+            return Expr(b.rows, b.cols, b.coefs, const, shape, b.diagonal)
         return Expr(np.concatenate([a.rows, b.rows]), np.concatenate([a.cols, b.cols]),
                     np.concatenate([a.coefs, b.coefs]), const, shape)
 
@@ -152,6 +158,12 @@ class Expr:
         return f"<Expr shape={self.shape} terms={self.coefs.size}>"
 
 
+def _index_type(limit: int):
+    """int32 for indices below `limit` when they fit (sparse matrices then take them as they
+    are), int64 otherwise."""
+    return np.int32 if limit < 2**31 else np.int64
+
+
 def _indices(values) -> np.ndarray:
     """Integer index arrays as given (int32 ones stay int32: half the memory traffic and
     no conversion when scipy builds a sparse matrix), anything else as int64."""
@@ -185,8 +197,8 @@ class Variable(Expr):
 
     def __init__(self, name: str, shape: tuple[int, ...], offset: int):
         size = int(np.prod(shape, dtype=np.int64))
-        index = np.arange(size, dtype=np.int32 if offset + size < 2**31 else np.int64)
-        super().__init__(index, offset + index, np.ones(size), 0.0, shape)
+        index = np.arange(size, dtype=_index_type(offset + size))
+        super().__init__(index, offset + index, np.ones(size), 0.0, shape, diagonal=True)
         self.name = name
         self.offset = offset
 

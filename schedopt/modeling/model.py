@@ -97,8 +97,8 @@ class Model:
             A, lower, upper = _scaled(A, lower, upper)
         c = np.bincount(self._objective.cols, weights=self._objective.coefs, minlength=n)
         blocks = list(self._blocks.values())
-        integer = np.concatenate([np.full(b.variable.size, b.integer) for b in blocks]
-                                 or [np.zeros(0, bool)])
+        integer = (np.concatenate([np.full(b.variable.size, b.integer) for b in blocks])
+                   if any(b.integer for b in blocks) else np.zeros(0, bool))
         return LinearProgram(
             c=c, A=A, row_lower=lower, row_upper=upper,
             col_lower=np.concatenate([b.lower for b in blocks] or [np.zeros(0)]),
@@ -158,11 +158,13 @@ def _block_matrix(expr: Expr, num_cols: int) -> sp.csr_matrix:
     if starts.size > 3:
         return sp.coo_matrix((expr.coefs, (rows, expr.cols)), shape=shape).tocsr()
     edges = np.concatenate([[0], starts, [rows.size]])
+    index = np.int32 if max(rows.size, num_cols) < 2**31 else np.int64
     total = None
     for first, end in zip(edges[:-1], edges[1:]):
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[first:end],
-                                                            minlength=expr.size))])
-        run = sp.csr_matrix((expr.coefs[first:end], expr.cols[first:end], indptr), shape=shape)
+        indptr = np.zeros(expr.size + 1, dtype=index)
+        np.cumsum(np.bincount(rows[first:end], minlength=expr.size), out=indptr[1:])
+        run = sp.csr_matrix((expr.coefs[first:end], expr.cols[first:end].astype(index, copy=False),
+                             indptr), shape=shape)
         total = run if total is None else total + run
     return total
 

@@ -11,7 +11,7 @@ from schedopt.core.capabilities import Capability
 from schedopt.core.outcome import Outcome
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.baselines import throughput
-from schedopt.policies.gavel.policies import FormulationPolicy, MappingOptions
+from schedopt.policies.gavel.policies import FormulationPolicy
 
 
 class _Baseline(FormulationPolicy):
@@ -48,7 +48,7 @@ class Proportional(_Baseline):
 
 
 @dataclasses.dataclass(frozen=True)
-class FifoOptions(MappingOptions):
+class FifoOptions:
     """agnostic: each job on a uniformly random type with room (not its fastest); seed: that
     draw's seed."""
 

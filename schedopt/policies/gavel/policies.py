@@ -18,7 +18,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from schedopt.core.outcome import Outcome
-from schedopt.core.policy import Policy
+from schedopt.core.policy import NoOptions, Policy
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.gavel import lp, water_filling
 from schedopt.policies.gavel.solving import Method, lp_solver
@@ -27,22 +27,6 @@ from schedopt.policies.gavel.solving import Method, lp_solver
 def option_values(options: Any) -> dict[str, Any]:
     """An Options dataclass as keyword arguments (shallow: a `start` mapping is not copied)."""
     return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
-
-
-class MappingOptions:
-    """Base of the family's Options dataclasses: a read-only mapping of option name to value
-    too (transitional, for callers that still unpack options with **)."""
-
-    def keys(self):
-        return [f.name for f in dataclasses.fields(self)]
-
-    def __getitem__(self, key: str):
-        return getattr(self, key)
-
-
-@dataclasses.dataclass(frozen=True)
-class NoOptions(MappingOptions):
-    """A policy without options."""
 
 
 class FormulationPolicy(Policy):
@@ -88,24 +72,12 @@ class FormulationPolicy(Policy):
     def __reduce__(self):
         return type(self), (self.name, self.summary, self.objective_doc, self.defaults)
 
-    # Transitional, until POP takes Policy objects: the call shapes schedopt.policies.pop
-    # still uses, `run(problem, solver name, settings, **options)` and
-    # `evaluate(problem, X, **options)` (options arrive as a parsed Options, which `MappingOptions`
-    # below lets `**` unpack).
-    def run(self, problem, solver, settings, **options) -> Outcome:
-        from schedopt.backends.session import Solver
-
-        return self.solve(problem, self.parse_options(options), Solver(solver, settings))
-
-    def evaluate(self, problem, allocation, **options) -> float | None:
-        return self.objective(problem, allocation, self.parse_options(options))
-
 
 
 # ---------------------------------------------------------------- max-min fairness
 
 @dataclasses.dataclass(frozen=True)
-class MaxMinOptions(MappingOptions):
+class MaxMinOptions:
     """agnostic: time shares, blind to GPU speed (Gavel's LAS); start: a previous solve's
     details ("prices", "level") to warm-start the decomposition; robust: r in [0, 1), the
     level guaranteed for every true throughput within a factor 1 -+ r (docs/perf-error.md);
@@ -132,7 +104,7 @@ class MaxMinFairness(FormulationPolicy):
 # ---------------------------------------------------------------- makespan
 
 @dataclasses.dataclass(frozen=True)
-class MakespanOptions(MappingOptions):
+class MakespanOptions:
     """agnostic: every GPU type runs a job at its best throughput; start, method: as for
     max_min_fairness."""
 
@@ -155,7 +127,7 @@ class MinMakespan(FormulationPolicy):
 # ---------------------------------------------------------------- finish-time fairness
 
 @dataclasses.dataclass(frozen=True)
-class FinishTimeOptions(MappingOptions):
+class FinishTimeOptions:
     """agnostic: as for min_makespan; tolerance: relative width of the bisection on rho at
     which it stops; max_iterations: LPs at most."""
 
@@ -188,7 +160,7 @@ class MaxTotalThroughput(FormulationPolicy):
 
 
 @dataclasses.dataclass(frozen=True)
-class CostOptions(MappingOptions):
+class CostOptions:
     """slos: every job with a deadline and known remaining steps must finish by it."""
 
     slos: bool = True
@@ -207,7 +179,7 @@ class MinCost(FormulationPolicy):
 # ---------------------------------------------------------------- water filling
 
 @dataclasses.dataclass(frozen=True)
-class WaterFillingOptions(MappingOptions):
+class WaterFillingOptions:
     """agnostic: as for max_min_fairness; gap: proven relative gap of every decomposition
     stage; method: as for max_min_fairness."""
 
@@ -230,7 +202,7 @@ class WaterFilling(FormulationPolicy):
 
 
 @dataclasses.dataclass(frozen=True)
-class HierarchicalOptions(MappingOptions):
+class HierarchicalOptions:
     """agnostic, method: as for water_filling."""
 
     agnostic: bool = False

@@ -64,13 +64,18 @@ def assert_valid(problem: SmdProblem, result) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ps_instances(max_jobs=3, max_machines=2, max_workers=3, max_ps=2, tight=True))
-def test_smd_exact_equals_brute_force_on_the_tiniest_instances(instance):
+def test_smd_exact_and_smd_equal_brute_force_on_the_tiniest_instances(instance):
+    # tight machines (1-4 GPUs, 8-16 cores, 25-50 Gbit/s): packing binds
     problem = SmdProblem.from_instance(instance)
     expected = brute_force(instance)
-    exact = smd_exact(problem)
+    exact, result = smd_exact(problem), smd(problem)
     if expected is None:
         assert exact.status.value == "infeasible" and exact.placement is None
+        assert result.status.value == "infeasible" and result.placement is None
         return
+    assert_valid(problem, result)
+    assert result.objective == pytest.approx(expected, rel=1e-9)
+    assert result.bound <= expected * (1 + 1e-9)
     assert exact.status.value == "optimal"
     assert_valid(problem, exact)
     assert exact.objective == pytest.approx(expected, rel=1e-9)

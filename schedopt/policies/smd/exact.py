@@ -15,12 +15,13 @@ import time
 
 import numpy as np
 
-from schedopt.backends import SolveOptions, solve_lp
+from schedopt.backends import SolveOptions, Status, solve_lp
 from schedopt.policies.smd.algorithm import SmdSolution, solution
 from schedopt.policies.smd.milp import ExactProgram, exact_program  # noqa: F401 (re-exported)
 from schedopt.policies.smd.model import Placement, SmdProblem
 
 DEFAULT_SOLVER = "cpsat"
+OBJECTIVE_SCALE = 1e4  # seconds: smaller objectives are multiplied up to this for the solver
 
 
 def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
@@ -30,7 +31,9 @@ def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
     solver's proven lower bound, seconds). warm_start: run `smd` first and give its placement
     as the MIP start (unless `options.start` is set; cpsat and scip read it, other backends
     ignore it); symmetry: the symmetry-breaking rows. details: solver termination, gap,
-    columns, rows, start_objective (smd's, None without a start), start_seconds."""
+    columns, rows, start_objective (smd's, None without a start), start_seconds, kept_start
+    (True when a limit stopped the solver without a solution better than its start, which is
+    then the answer: a time-limited smd_exact is never worse than smd)."""
     clock = time.perf_counter()
     options = options or SolveOptions()
     cfg = problem.configurations()
@@ -48,14 +51,29 @@ def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
             if start is not None:
                 options = dataclasses.replace(options, start=start)
                 details["start_objective"] = seed.objective
-    result = solve_lp(lp, solver, options)
+    # CP-SAT stops at an absolute gap of 1e-4: objectives of a few seconds are scaled up
+    least = float(np.where(cfg.valid, cfg.time, np.inf).min(axis=1, initial=np.inf).sum()) \
+        if problem.num_jobs else 1.0
+    factor = max(1.0, OBJECTIVE_SCALE / least) if least > 0 else 1.0
+    result = solve_lp(dataclasses.replace(lp, c=lp.c * factor,
+                                          objective_offset=lp.objective_offset * factor),
+                      solver, options)
+    bound = None if result.bound is None else result.bound / factor
     details["termination"] = result.termination
-    if not result.status.has_solution:
-        return solution(problem, None, solver, clock, status=result.status, details=details)
-    x = np.rint(result.x).astype(np.int64)
-    placement = Placement(x[program.x.columns].reshape(program.x.shape),
-                          x[program.y.columns].reshape(program.y.shape))
-    out = solution(problem, placement, solver, clock, status=result.status, bound=result.bound,
+    status, placement = result.status, None
+    if status.has_solution:
+        x = np.rint(result.x).astype(np.int64)
+        placement = Placement(x[program.x.columns].reshape(program.x.shape),
+                              x[program.y.columns].reshape(program.y.shape))
+    if status is not Status.OPTIMAL and details["start_objective"] is not None and (
+            placement is None or details["start_objective"] < problem.completion_time(
+                placement.total_workers, placement.total_ps).sum()):
+        # a time limit stopped the solver above its start (a hint it may drop): keep the start
+        placement, status = seed.placement, Status.FEASIBLE
+        details["kept_start"] = True
+    if placement is None:
+        return solution(problem, None, solver, clock, status=status, details=details)
+    out = solution(problem, placement, solver, clock, status=status, bound=bound,
                    details=details)
     out.details["gap"] = None if out.bound is None else \
         max(out.objective - out.bound, 0.0) / max(abs(out.objective), 1e-12)

@@ -88,7 +88,7 @@ def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: 
     X = np.zeros((boundary.jobs.num_jobs, len(problem.gpu_types)))
     X[running, tuple(problem.gpu_types).index(boundary.gpu_type)] = 1.0
     ids = boundary.ids[running].tolist()
-    plan = LeasePlan({job: [0] for job in ids}, ids, [], [], boundary.lease_seconds,
+    plan = LeasePlan(dict.fromkeys(ids, [0]), ids, [], [], boundary.lease_seconds,
                      boundary.gpu_type)
     details = {"leases": plan.leases, "running": ids, "lease_seconds": boundary.lease_seconds,
                "gpu_type": boundary.gpu_type, "gpus": boundary.capacity}

@@ -160,15 +160,15 @@ def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], second
     whose decision is a MachineQueues (one job at the head of each machine that gets one).
     listed=False keeps `waiting` an object array of ids (inside a simulation, where it would
     otherwise be a new list of every waiting job at every decision)."""
-    trace = decision.trace
-    queues, schedule = {}, {}
-    for m, k in starts:
-        job, machine = trace.ids[m], trace.machines[k]
-        queues[machine] = [job]
-        schedule[job] = {"machine": machine, "position": 0, "start": decision.now,
-                         "completion": decision.now + float(trace.processing[m, k])}
+    trace, now = decision.trace, decision.now
+    ms, ks = [m for m, _ in starts], [k for _, k in starts]
+    jobs, machines = [trace.ids[m] for m in ms], [trace.machines[k] for k in ks]
+    ends = (now + trace.processing[ms, ks]).tolist()
+    queues = {machine: [job] for machine, job in zip(machines, jobs)}
+    schedule = {job: {"machine": machine, "position": 0, "start": now, "completion": end}
+                for job, machine, end in zip(jobs, machines, ends)}
     left = decision.queued.copy()
-    left[[m for m, _ in starts]] = False
+    left[ms] = False
     waiting = trace.id_array[left]
     if listed:
         waiting = waiting.tolist()

@@ -1,6 +1,6 @@
 """The MILP of `smd_exact` (docs/smd.md), stated with the modelling layer (`schedopt.modeling`);
-`smd_exact` solves it whole, `smd`'s repair and large-neighbourhood search solve it with most
-columns fixed (`schedopt.policies.smd.lns`).
+`smd_exact` solves it whole, `smd`'s feasibility repair with every configuration fixed
+(`schedopt.policies.smd.repair`).
 
 With each job's (w, p) configurations enumerated (`SmdProblem.configurations`, dominated ones
 left out), T_ik = T_i(w_k, p_k) is a constant, so the objective is linear:

@@ -5,8 +5,7 @@ beyond one worker and one PS of a few jobs — puts back one worker and one PS o
 lost all of one kind (moving another task if that is what makes room), and *recreates* with the
 knapsack step (`knapsack_step`, configurations upgraded by gain per priced resource, with
 relocation), its priced sizes randomly perturbed so that steps differ. The result replaces the
-incumbent when its sum of completion times is lower. A step costs milliseconds, so hundreds fit
-in the time a CP-SAT neighbourhood takes.
+incumbent when its sum of completion times is lower. A step costs 5-30 ms at 20-60 jobs.
 """
 
 from __future__ import annotations

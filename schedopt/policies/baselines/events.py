@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from schedopt.core.outcome import Outcome, Status, split_status
 from schedopt.core.problem import ThroughputProblem
 
 
@@ -59,3 +60,12 @@ def event_of(problem: ThroughputProblem, kind: type) -> Any:
     """The problem's event state when it is a `kind`, else None."""
     event = getattr(problem, "event", None)
     return event if isinstance(event, kind) else None
+
+
+_RULE = split_status(Status.FEASIBLE)  # what a priority rule reports: a decision, no optimum
+
+
+def rule_outcome(allocation: np.ndarray | None, decision: Any, details: dict, seconds: float,
+                 algorithm: str) -> Outcome:
+    """The Outcome of a priority rule at one decision point (status feasible, no objective)."""
+    return Outcome(allocation, *_RULE, None, None, seconds, algorithm, details, decision)

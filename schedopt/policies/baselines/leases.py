@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedopt.backends import Status
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of, filled
+from schedopt.policies.baselines.events import (EventProblem, event_arrays, event_of, filled,
+                                                rule_outcome)
 from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseJobs, LeaseSettings,
                                                 fill_in_order)
 
@@ -92,8 +92,7 @@ def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: 
                      boundary.gpu_type)
     details = {"leases": plan.leases, "running": ids, "lease_seconds": boundary.lease_seconds,
                "gpu_type": boundary.gpu_type, "gpus": boundary.capacity}
-    return Outcome.from_status(X, Status.FEASIBLE, None, None, seconds, algorithm, details,
-                               decision=plan)
+    return rule_outcome(X, plan, details, seconds, algorithm)
 
 
 class _PriorityFill(Policy):

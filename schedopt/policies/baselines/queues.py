@@ -33,7 +33,6 @@ from functools import cached_property
 
 import numpy as np
 
-from schedopt.backends import Status
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, MachineQueues
 from schedopt.core.outcome import Outcome
@@ -42,7 +41,8 @@ from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.policies.allox.matching import allox_processing_times
-from schedopt.policies.baselines.events import EventProblem, event_arrays, event_of, filled
+from schedopt.policies.baselines.events import (EventProblem, event_arrays, event_of, filled,
+                                                rule_outcome)
 
 FASTEST_TOLERANCE = 1e-9  # relative: processing times this close count as equally fast
 
@@ -174,8 +174,7 @@ def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], second
         waiting = waiting.tolist()
     plan = MachineQueues(queues, schedule, waiting)
     out = {"queues": queues, "schedule": schedule, "waiting": waiting, **(details or {})}
-    return Outcome.from_status(None, Status.FEASIBLE, None, None, seconds, algorithm, out,
-                               decision=plan)
+    return rule_outcome(None, plan, out, seconds, algorithm)
 
 
 def _by_key(*keys: np.ndarray) -> np.ndarray:

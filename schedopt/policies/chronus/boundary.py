@@ -33,15 +33,17 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from schedopt.errors import PolicyError, SchedoptError
+from schedopt.backends import Status
 from schedopt.policies.chronus.lease_milp import (
     DEFAULT_SOLVER,
     ChronusPlan,
     LeaseProblem,
+    plan_objective,
     solve_lease_problem,
 )
 from schedopt.policies.chronus.admission import (
@@ -52,6 +54,7 @@ from schedopt.policies.chronus.admission import (
     round_up_gpus,
 )
 from schedopt.instance.model import Instance
+from schedopt.policies.chronus.rounding import lp_roundings
 
 
 @dataclass(frozen=True)
@@ -476,6 +479,8 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
             width=width)
         plan = solve_lease_problem(problem, solver=settings.solver,
                                    time_limit=settings.time_limit)
+        if plan.unplaced:
+            plan = _rescue(problem, plan)
         holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],
                                dtype=bool)
         running[planned[holds_first]] = True
@@ -489,6 +494,27 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
         int(planned[i]): slot_leases(width, slots)
         for i, slots in _latest_reservations(problem, plan, admitted[planned]).items()}
     return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved)
+
+
+def _rescue(problem: LeaseProblem, plan: ChronusPlan) -> ChronusPlan:
+    """`plan` when its fallback greedy left admitted jobs out (the solver found no plan in
+    time): the better of the LP roundings run with LP values 0, which place the admitted jobs
+    as admission packs them, if one places them all; else `plan` as it is."""
+    zeros = np.zeros((problem.num_options, problem.num_leases))
+    best = None
+    for chosen, held in lp_roundings(problem, zeros[:, 0], zeros):
+        if np.all(chosen[problem.admitted] >= 0):
+            leases = {int(j): tuple(np.flatnonzero(held[j]).tolist())
+                      for j in np.flatnonzero(chosen >= 0)}
+            objective = plan_objective(problem, chosen, leases)
+            if best is None or objective > best[0]:
+                best = (objective, chosen, leases)
+    if best is None:
+        return plan
+    objective, chosen, leases = best
+    return replace(plan, status=Status.FEASIBLE, objective=objective, leases=leases,
+                   chosen=chosen, unplaced=(),
+                   details={**plan.details, "incumbent_from": "fallback_rounding"})
 
 
 def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,

@@ -215,13 +215,14 @@ def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tupl
     chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
     leases: dict[int, tuple[int, ...]] = {}
     order = np.argsort(problem.option_job, kind="stable")
+    width = problem.width if problem.width.max(initial=1) > 1 else None
     for k in order:
         j = int(problem.option_job[k])
         if chosen[j] >= 0:
             continue
         g, n = problem.gpus[j], problem.leases_needed[j]
         fits = np.flatnonzero(free[: min(problem.option_horizon[k], problem.num_leases)] >= g)
-        take = latest_slots(fits, problem.width, n)
+        take = latest_slots(fits, width, n)
         if take is not None:
             free[take] -= g
             chosen[j] = k
@@ -230,9 +231,12 @@ def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tupl
     return chosen, leases, unplaced
 
 
-def latest_slots(fits: np.ndarray, width: np.ndarray, needed: int) -> np.ndarray | None:
+def latest_slots(fits: np.ndarray, width: np.ndarray | None,
+                 needed: int) -> np.ndarray | None:
     """The latest of the slots `fits` (ascending) whose widths add up to `needed` leases, or
-    None when all of them hold fewer."""
+    None when all of them hold fewer (width None: one lease per slot)."""
+    if width is None:  # one lease per slot
+        return fits[fits.size - needed:] if fits.size >= needed else None
     held = np.cumsum(width[fits[::-1]])
     count = int(np.searchsorted(held, needed))
     if count >= fits.size:

@@ -171,6 +171,8 @@ def _pick(problem: LeaseProblem, j: int, k: int, free: np.ndarray,
     horizon = min(int(problem.option_horizon[k]), problem.num_leases)
     fits = np.flatnonzero(free[:horizon] >= problem.gpus[j])
     n = int(problem.leases_needed[j])
+    if problem.width.max(initial=1) == 1:  # one lease per slot
+        return fits[np.lexsort((-fits, -x[k, fits]))[:n]] if fits.size >= n else None
     ranked = fits[np.lexsort((-fits, -x[k, fits]))]
     held = np.cumsum(problem.width[ranked])
     count = int(np.searchsorted(held, n))

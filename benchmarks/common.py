@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedopt.core.problem import ThroughputProblem
+from schedopt import ThroughputProblem  # the package's export, in older checkouts too
 from schedopt.traces import gavel_cluster, load_performance, synthetic_trace
 
 ROOT = Path(__file__).resolve().parents[1]

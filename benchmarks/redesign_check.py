@@ -9,7 +9,7 @@ worker process per tree (warmed up by one untimed run of every case) times one r
 the two trees alternating run by run, so a burst of load on a shared machine lands on both
 sides alike; each case is the best of `--repeats` runs per tree (of SHORT_RUNS for cases under
 SHORT seconds, where a millisecond of noise would dominate). The table shows before s,
-after s and their ratio (after / before; below 1 is faster). `--clock cpu` times the process's CPU seconds instead of wall seconds: on a machine
+after s and their ratio (after / before; below 1 is faster). Instances: `common.random_problem`. `--clock cpu` times the process's CPU seconds instead of wall seconds: on a machine
 others share, it does not count the time the process waits for a core.
 
     python benchmarks/redesign_check.py --before /tmp/before-rounds [--clock cpu]
@@ -39,26 +39,6 @@ SOLVES = [  # (case, policy, solver: None = the policy's default)
 ]
 
 
-def problem(num_jobs: int, num_types: int = 3, seed: int = 0):
-    """benchmarks/common.py's random_problem, built here so both trees get the same arrays:
-    throughputs 0.2-5 steps/s, scale factors 1/2/4/8 (Gavel's odds), num_jobs/4 GPUs per
-    type, remaining steps 1e4-1e6, up to an hour since arrival, $0.5-2.5 per GPU-hour."""
-    import numpy as np
-
-    import schedopt
-
-    rng = np.random.default_rng(seed)
-    return schedopt.ThroughputProblem.from_arrays(
-        rng.uniform(0.2, 5.0, (num_jobs, num_types)),
-        rng.choice([1, 2, 4, 8], num_jobs, p=[0.7, 0.1, 0.15, 0.05]),
-        np.ones(num_jobs),
-        np.full(num_types, max(8.0, num_jobs / 4)),
-        remaining_steps=rng.uniform(1e4, 1e6, num_jobs),
-        time_since_arrival=rng.uniform(0, 3600, num_jobs),
-        cost_per_hour=np.linspace(2.5, 0.5, num_types),
-    )
-
-
 def build_max_min_lp(problem):
     """The max-min fairness LP for `problem`, by whichever builder this tree has."""
     try:
@@ -82,8 +62,10 @@ def cases() -> dict[str, object]:
     """{case: a function doing it once} in this process's tree."""
     import schedopt
 
-    big = problem(BUILD_JOBS)
-    small = problem(SOLVE_JOBS)
+    from common import random_problem  # benchmarks/common.py, beside this file
+
+    big = random_problem(BUILD_JOBS)
+    small = random_problem(SOLVE_JOBS)
     found = {f"max-min LP build, {BUILD_JOBS:,} jobs x 3 types": lambda: build_max_min_lp(big)}
     for case, policy, solver in SOLVES:
         def run(policy=policy, solver=solver, case=case):

@@ -95,17 +95,31 @@ def test_sampled_prices_with_fixed_jobs_match_the_whole_lp(seed, monkeypatch):
     check_feasible(problem, solution)
 
 
+def contended(M: int, seed: int = 3) -> ThroughputProblem:
+    """M jobs on 3 types with M/4 GPUs each, Gavel's scale-factor odds, random weights."""
+    rng = np.random.default_rng(seed)
+    return ThroughputProblem.from_arrays(rng.uniform(0.2, 5.0, (M, 3)),
+                                         rng.choice([1, 2, 4, 8], M, p=[0.7, 0.1, 0.15, 0.05]),
+                                         rng.uniform(0.5, 2.0, M), np.full(3, M / 4))
+
+
 def test_max_min_fairness_by_decomposition_equals_the_lp_backends():
-    rng = np.random.default_rng(3)
-    M = 3000
-    problem = ThroughputProblem.from_arrays(rng.uniform(0.2, 5.0, (M, 3)),
-                                            rng.choice([1, 2, 4, 8], M, p=[0.7, 0.1, 0.15, 0.05]),
-                                            rng.uniform(0.5, 2.0, M), np.full(3, M / 4))
+    problem = contended(3000)
     ours = gavel.max_min_fairness(problem)
     lp = gavel.max_min_fairness(problem, solver="clarabel")
     assert ours.solver == "decomposition" and ours.status.value == "optimal"
     assert ours.objective == pytest.approx(lp.objective, rel=1e-6)
     assert ours.bound >= ours.objective
+
+
+def test_the_decomposition_runs_its_restricted_lps_on_a_named_backend_with_duals():
+    problem = contended(600)
+    default = gavel.max_min_fairness(problem)
+    on_clarabel = gavel.max_min_fairness(problem, "clarabel", method="decomposition")
+    assert on_clarabel.solver == "decomposition" and on_clarabel.status.value == "optimal"
+    assert on_clarabel.objective == pytest.approx(default.objective, rel=1e-6)
+    with pytest.raises(PolicyError, match="needs a solver with .*duals"):  # scip gives none
+        gavel.max_min_fairness(problem, "scip", method="decomposition")
 
 
 def test_min_makespan_by_decomposition_equals_the_lp():

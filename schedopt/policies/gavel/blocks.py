@@ -40,7 +40,7 @@ def base_rows(problem: ThroughputProblem, extra_cols: int = 0, job_scale: np.nda
     """Gavel's base constraints as (A, lower, upper), rows scaled to O(1) coefficients.
 
     Per job: sum_j X[m,j] <= 1.  Per type: sum_m (s_m / c_j) X[m,j] <= 1 (capacity / c_j).
-    With `job_scale` the columns hold Y = X / job_scale[m] (see `solve_allocation_lp`).
+    With `job_scale` the columns hold Y = X / job_scale[m] (see `solve_allocation`).
     """
     M, J = problem.num_jobs, problem.num_types
     scale = np.ones(M) if job_scale is None else job_scale

@@ -1,4 +1,5 @@
-"""Gavel's heterogeneity-aware throughput-matrix policies (LPs stated in `models.py`).
+"""Gavel's heterogeneity-aware throughput-matrix policies (docs/formulations.md §1; the LPs
+stated with schedopt.modeling in `models.py`).
 
 Every policy shares Gavel's base constraints on the allocation X (M jobs x J GPU types):
     X >= 0,   sum_j X[m,j] <= 1,   sum_m s_m X[m,j] <= c_j,

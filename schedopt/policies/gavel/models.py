@@ -1,5 +1,5 @@
-"""The Gavel family's LPs, stated with `schedopt.modeling` (the math: docs/exact-max-min.md,
-docs/water-filling.md, docs/perf-error.md).
+"""The Gavel family's LPs, stated with `schedopt.modeling` (the math: docs/formulations.md §1,
+docs/exact-max-min.md, docs/water-filling.md, docs/perf-error.md).
 
 Every LP holds the allocation X (M jobs x J GPU types, time fractions) under Gavel's base
 constraints, each row scaled to O(1) coefficients:
@@ -62,7 +62,7 @@ def allocation_model(problem: ThroughputProblem, job_scale: np.ndarray | None = 
                      jobs: np.ndarray | None = None) -> tuple[Model, Variable]:
     """A Model with X and the base constraints (module docstring).
 
-    job_scale: the columns hold Y = X / job_scale[m] instead (`blocks.solve_allocation_lp`
+    job_scale: the columns hold Y = X / job_scale[m] instead (`blocks.solve_allocation`
     undoes it), so a job whose share is tiny next to others keeps O(1) coefficients in its
     own rows. jobs: (M,) bool, the only jobs that may get time (default all)."""
     M, J = problem.num_jobs, problem.num_types

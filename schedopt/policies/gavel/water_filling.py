@@ -44,9 +44,8 @@ user's rising jobs sit at w_m lambda_u with sum_m min(top_m, w_m lambda_u) growi
 unit of C (`user_paths`), so jobs topping out (and their siblings' faster rates) are batched
 like flat caps. Its objective is the first stage's C: max over X of min_m a[m] @ X[m] / rate_m
 at the starting rates (max-min fairness with job weights W_u w_m / sum_{k in u} w_k). Its
-stages have per-job offsets (base != 0), which `levels.max_level` does not take, so every
-stage is one LP on a backend (default highs-ipm: interior point, then crossover to a vertex,
-whose duals are exact).
+stages have per-job offsets (base != 0, possibly negative), which `levels.max_level` takes as
+each rising job's floor, so the decomposition solves them too (`method` as for water_filling).
 """
 
 from __future__ import annotations

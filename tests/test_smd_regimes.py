@@ -100,8 +100,11 @@ def test_search_options_reach_smd_through_the_policy():
     doc = _first_fit_trap()
     with pytest.raises(Exception, match="search_steps must be an integer >= 0"):
         solve(parse_instance(doc), "smd", search_steps=-1)
-    outcome = solve(parse_instance(doc), "smd", search_steps=0, seed=2)
+    with pytest.raises(Exception, match="place_limit must be a number of seconds >= 0"):
+        solve(parse_instance(doc), "smd", place_limit=-1)
+    outcome = solve(parse_instance(doc), "smd", search_steps=0, seed=2, place_limit=0)
     assert "search" not in outcome.details
+    assert outcome.objective == pytest.approx(brute_force(parse_instance(doc)), rel=1e-9)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,7 +23,7 @@ from schedopt.core.decisions import DecisionKind, PsConfiguration
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.smd.algorithm import (DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS,
-                                             DEFAULT_SEARCH_STEPS, SmdSolution, smd)
+                                             DEFAULT_SEARCH_STEPS, PLACE_LIMIT, SmdSolution, smd)
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
 from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
 from schedopt.policies.smd.model import SmdProblem
@@ -58,11 +58,13 @@ def _no_solver(policy: str, solver: str) -> None:
 
 def smd_policy(instance: Instance, solver: str, options: SolveOptions,
                epsilon: float = DEFAULT_EPSILON, max_iterations: int = DEFAULT_MAX_ITERATIONS,
-               search_steps: int = DEFAULT_SEARCH_STEPS, seed: int = 0) -> Outcome:
+               search_steps: int = DEFAULT_SEARCH_STEPS, seed: int = 0,
+               place_limit: float = PLACE_LIMIT) -> Outcome:
     """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
     residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
-    ruin-and-recreate steps after the paper's method (0: the paper's method alone), seed its
-    random choices."""
+    ruin-and-recreate steps after the paper's method, seed its random choices, place_limit the
+    seconds CP-SAT may take to place the Lagrangian bound's choice (0: not tried; then smd is
+    numpy only unless nothing else places one worker and one PS per job)."""
     _no_solver("smd", solver)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
         raise PolicyError(f"epsilon must be a number in (0, 1), got {epsilon!r}")
@@ -70,9 +72,12 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
                                ("search_steps", search_steps, 0), ("seed", seed, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise PolicyError(f"{name} must be an integer >= {least}, got {value!r}")
+    if isinstance(place_limit, bool) or not isinstance(place_limit, (int, float)) \
+            or not 0 <= place_limit < float("inf"):
+        raise PolicyError(f"place_limit must be a number of seconds >= 0, got {place_limit!r}")
     problem = SmdProblem.from_instance(instance)
-    return _outcome(problem, smd(problem, float(epsilon), max_iterations, search_steps, seed),
-                    HEURISTIC)
+    return _outcome(problem, smd(problem, float(epsilon), max_iterations, search_steps, seed,
+                                 place_limit=float(place_limit)), HEURISTIC)
 
 
 def smd_exact_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:
@@ -102,12 +107,14 @@ def greedy_policy(instance: Instance, solver: str, options: SolveOptions) -> Out
 class SmdOptions:
     """epsilon: stopping tolerance of the sum-of-ratios residuals, in (0, 1); max_iterations:
     cap on its Newton iterations; search_steps: ruin-and-recreate steps after the paper's
-    method (0: the paper's method alone); seed: the search's random choices."""
+    method; seed: the search's random choices; place_limit: seconds CP-SAT may take to place
+    the Lagrangian bound's configuration choice (0: not tried, numpy only)."""
 
     epsilon: float = DEFAULT_EPSILON
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     search_steps: int = DEFAULT_SEARCH_STEPS
     seed: int = 0
+    place_limit: float = PLACE_LIMIT
 
 
 class _SmdPolicy(Policy):

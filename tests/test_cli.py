@@ -159,3 +159,15 @@ def test_policies_lists_a_policy_registered_from_user_code():
         assert run("solve", TINY, "-p", "listed_user_policy_14").exit_code == 0
     finally:
         unregister_policy("listed_user_policy_14")
+
+
+def test_a_deprecated_solver_name_is_one_warning_line_and_the_same_answer():
+    old = subprocess.run([sys.executable, "-m", "schedopt.cli", "solve", TINY,
+                          "-s", "decomposition", "--json"], capture_output=True, text=True)
+    new = subprocess.run([sys.executable, "-m", "schedopt.cli", "solve", TINY,
+                          "-o", "method=decomposition", "--json"], capture_output=True, text=True)
+    assert old.returncode == new.returncode == 0
+    assert old.stderr.splitlines() == ["warning: solver 'decomposition' is deprecated; use the "
+                                       "policy option method=decomposition (-o method=decomposition)"]
+    assert new.stderr == ""
+    assert json.loads(old.stdout)["objective"] == json.loads(new.stdout)["objective"]

@@ -5,6 +5,7 @@ or 143 (`schedopt.cli.interrupts`)."""
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
@@ -22,12 +23,20 @@ def fail(message: str) -> None:
     sys.exit(EXIT_USER_ERROR)
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    from schedopt.cli.render import printable
+
+    text = printable(str(message).replace(chr(10), " "))
+    click.echo(f"warning: {text}", err=True)
+
+
 class OneLineErrors(click.Group):
     """schedopt's own errors (SchedoptError) become one line on stderr and exit code 2, also
     when a group runs on its own, as in tests."""
 
     def invoke(self, ctx):
         interrupts.install()
+        warnings.showwarning = _one_line_warning  # a deprecation is one line, not two with a path
         try:
             return super().invoke(ctx)
         except SchedoptError as exc:

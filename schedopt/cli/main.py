@@ -58,9 +58,10 @@ def main():
               help="Policy name from `schedopt policies`, a Gavel name as gavel:NAME, or your "
                    "own as MODULE:NAME (imported from the current directory or PYTHONPATH).")
 @click.option("--solver", "-s", default=None,
-              help=f"Solver backend: {', '.join(BACKEND_NAMES)}; or `decomposition` (max-min "
-                   "fairness, makespan, water filling: exact by GPU prices, docs/exact-max-min.md)."
-                   " Default: the policy's own, picked by measurement (see `schedopt policies`).")
+              help=f"Solver backend: {', '.join(BACKEND_NAMES)}. Default: the policy's own, "
+                   "picked by measurement (see `schedopt policies`). Max-min fairness, makespan "
+                   "and water filling use their exact price decomposition when no solver is "
+                   "named (-o method=decomposition|lp chooses; docs/exact-max-min.md).")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per solver call. A solve stopped by it reports status 'feasible' "
                    "(a solution, with a bound where the solver gives one) or 'error' (none).")

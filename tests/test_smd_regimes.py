@@ -90,7 +90,9 @@ def test_smd_is_deterministic_for_a_fixed_seed(regime):
     from schedopt.traces.parameter_server import parameter_server_instance
 
     problem = SmdProblem.from_instance(parameter_server_instance(16, 5, seed=3, regime=regime))
-    first, second = smd(problem, seed=5), smd(problem, seed=5)
+    # place_limit=0: CP-SAT's placement of the bound's choice is limited by wall-clock time,
+    # the one documented exception (docs/smd.md); everything else must not vary
+    first, second = smd(problem, seed=5, place_limit=0), smd(problem, seed=5, place_limit=0)
     np.testing.assert_array_equal(first.placement.workers, second.placement.workers)
     np.testing.assert_array_equal(first.placement.ps, second.placement.ps)
     assert first.objective == second.objective and first.bound == second.bound

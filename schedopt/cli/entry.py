@@ -14,8 +14,10 @@ def run() -> None:
     interrupts.install()
     try:
         try:
+            from schedopt.cli.errors import one_line_warnings
             from schedopt.cli.main import main
 
+            one_line_warnings()
             main()
         finally:
             # Ignored (not default) dispositions survive the interpreter's shutdown.

@@ -23,6 +23,12 @@ def fail(message: str) -> None:
     sys.exit(EXIT_USER_ERROR)
 
 
+def one_line_warnings() -> None:
+    """Print warnings (deprecations) as one `warning: ...` line on stderr, for the console
+    script only (test runners keep their own warning capture)."""
+    warnings.showwarning = _one_line_warning
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     from schedopt.cli.render import printable
 
@@ -36,7 +42,6 @@ class OneLineErrors(click.Group):
 
     def invoke(self, ctx):
         interrupts.install()
-        warnings.showwarning = _one_line_warning  # a deprecation is one line, not two with a path
         try:
             return super().invoke(ctx)
         except SchedoptError as exc:

@@ -15,7 +15,8 @@ import time
 
 import numpy as np
 
-from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends import SolveOptions, Status
+from schedopt.backends.session import Solver
 from schedopt.policies.smd.algorithm import SmdSolution, solution
 from schedopt.policies.smd.milp import ExactProgram, exact_program  # noqa: F401 (re-exported)
 from schedopt.policies.smd.model import Placement, SmdProblem
@@ -24,7 +25,7 @@ DEFAULT_SOLVER = "cpsat"
 OBJECTIVE_SCALE = 1e4  # seconds: smaller objectives are multiplied up to this for the solver
 
 
-def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
+def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
               options: SolveOptions | None = None, warm_start: bool = True,
               symmetry: bool = True) -> SmdSolution:
     """The exact optimum (status optimal; with a time limit possibly feasible, `bound` the
@@ -33,9 +34,12 @@ def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
     ignore it); symmetry: the symmetry-breaking rows. details: solver termination, gap,
     columns, rows, start_objective (smd's, None without a start), start_seconds, kept_start
     (True when a limit stopped the solver without a solution better than its start, which is
-    then the answer: a time-limited smd_exact is never worse than smd)."""
+    then the answer: a time-limited smd_exact is never worse than smd). solver: a Solver
+    session, or a backend name with `options` (its settings)."""
     clock = time.perf_counter()
-    options = options or SolveOptions()
+    if not isinstance(solver, Solver):
+        solver = Solver(solver, options)
+    options = solver.settings
     cfg = problem.configurations()
     program = exact_program(problem, cfg, symmetry=symmetry)
     lp = program.lp
@@ -55,11 +59,10 @@ def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
     least = float(np.where(cfg.valid, cfg.time, np.inf).min(axis=1, initial=np.inf).sum()) \
         if problem.num_jobs else 1.0
     factor = max(1.0, OBJECTIVE_SCALE / least) if least > 0 else 1.0
-    result = solve_lp(dataclasses.replace(lp, c=lp.c * factor,
-                                          objective_offset=lp.objective_offset * factor),
-                      solver, options)
+    result = solver.with_settings(start=options.start).solve(
+        dataclasses.replace(lp, c=lp.c * factor, objective_offset=lp.objective_offset * factor))
     bound = None if result.bound is None else result.bound / factor
-    details["termination"] = result.termination
+    details["termination"] = result.detail
     status, placement = result.status, None
     if status.has_solution:
         x = np.rint(result.x).astype(np.int64)
@@ -72,8 +75,8 @@ def smd_exact(problem: SmdProblem, solver: str = DEFAULT_SOLVER,
         placement, status = seed.placement, Status.FEASIBLE
         details["kept_start"] = True
     if placement is None:
-        return solution(problem, None, solver, clock, status=status, details=details)
-    out = solution(problem, placement, solver, clock, status=status, bound=bound,
+        return solution(problem, None, solver.name, clock, status=status, details=details)
+    out = solution(problem, placement, solver.name, clock, status=status, bound=bound,
                    details=details)
     out.details["gap"] = None if out.bound is None else \
         max(out.objective - out.bound, 0.0) / max(abs(out.objective), 1e-12)

@@ -80,15 +80,6 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
                                  place_limit=float(place_limit)), HEURISTIC)
 
 
-def smd_exact_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:
-    """The exact MILP over configuration binaries (schedopt.policies.smd.exact)."""
-    if solver.partition(":")[0].lower() in ("highs", "highs-ipm", "clarabel", "glop", "pdlp"):
-        raise PolicyError(f"smd_exact is a MILP; solver {solver!r} does not solve MILPs correctly "
-                          f"or at all here: use cpsat, scip or cbc")
-    problem = SmdProblem.from_instance(instance)
-    return _outcome(problem, smd_exact(problem, solver, options), solver)
-
-
 def equal_split_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:
     """Baseline: a fixed equal split of every resource (schedopt.policies.smd.baselines)."""
     _no_solver("smd_equal_split", solver)
@@ -130,13 +121,16 @@ class _SmdPolicy(Policy):
     def solve(self, problem, options, solver) -> Outcome:
         # For one release the pseudo-solver names "numpy" / "auto" are accepted (no solver).
         name = HEURISTIC if solver.name is None else solver.name
-        outcome = type(self).run(problem.instance, name, solver.settings,
-                                 **dataclasses.asdict(options))
-        d = outcome.details
-        if "workers" in d:
-            outcome.decision = PsConfiguration(d["workers"], d["ps"], d["placement"],
-                                               d["completion_time_s"])
-        return outcome
+        return _with_decision(type(self).run(problem.instance, name, solver.settings,
+                                             **dataclasses.asdict(options)))
+
+
+def _with_decision(outcome: Outcome) -> Outcome:
+    d = outcome.details
+    if "workers" in d:
+        outcome.decision = PsConfiguration(d["workers"], d["ps"], d["placement"],
+                                           d["completion_time_s"])
+    return outcome
 
 
 class Smd(_SmdPolicy):
@@ -153,14 +147,17 @@ class SmdExact(_SmdPolicy):
                "with placement.")
     needs = Capability.MILP
     default_solver = DEFAULT_SOLVER
-    run = smd_exact_policy
 
     def solve(self, problem, options, solver) -> Outcome:
+        """The exact MILP over configuration binaries (schedopt.policies.smd.exact), on the
+        MILP backend `solver` (refused in one line when it has no MILP)."""
         try:
             solver.require(Capability.MILP, self.name)
         except PolicyError as err:
             raise PolicyError(f"smd_exact is a MILP; {err}") from None
-        return super().solve(problem, options, solver)
+        data = SmdProblem.from_instance(problem.instance)
+        outcome = _outcome(data, smd_exact(data, solver), solver.name)
+        return _with_decision(outcome)
 
 
 class SmdEqualSplit(_SmdPolicy):

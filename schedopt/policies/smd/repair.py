@@ -10,7 +10,8 @@ import dataclasses
 
 import numpy as np
 
-from schedopt.backends import SolveOptions, solve_lp
+from schedopt.backends import SolveOptions
+from schedopt.backends.session import Solver
 from schedopt.errors import SolveError
 from schedopt.policies.smd.milp import ExactProgram
 from schedopt.policies.smd.model import Placement
@@ -28,9 +29,8 @@ def place(program: ExactProgram, choice: np.ndarray, time_limit: float) -> tuple
     fixed[np.arange(fixed.shape[0]), choice] = 1
     lower[program.z.columns] = upper[program.z.columns] = fixed.ravel()
     try:
-        result = solve_lp(dataclasses.replace(lp, col_lower=lower, col_upper=upper,
-                                              c=np.zeros(lp.num_cols)),
-                          SOLVER, SolveOptions(time_limit=time_limit, threads=1))
+        result = Solver(SOLVER, SolveOptions(time_limit=time_limit, threads=1)).solve(
+            dataclasses.replace(lp, col_lower=lower, col_upper=upper, c=np.zeros(lp.num_cols)))
     except SolveError:
         return None, "no solver"
     if result.status.has_solution:

@@ -11,14 +11,12 @@ policy is asked which jobs start (a *decision*): it gets a `QueueDecision` probl
 (`policy.solve`) and returns a `MachineQueues`; the job at the head of each free machine's queue
 starts there.
 
-`allox` (docs/formulations.md §4 online) needs the time each busy machine frees up and the
-users' shares so far, which its offline `solve` does not take yet: `ONLINE` runs it here. The
-queued jobs that pass the fairness filter (alpha in (0, 1]: only the jobs of the ceil(alpha * U)
-users with the lowest current share, U = users with queued jobs; a user's share is the
-machine-seconds its jobs have received so far) are matched to (machine, position-from-last)
-slots at minimum total completion time, busy machines entering with the time their running job
-ends; the first job of each *free* machine's queue starts, the rest of the matching is thrown
-away. A free machine whose queue is empty stays idle until the next event, even if jobs wait.
+`allox` (docs/formulations.md §4 online) reads the decision's busy machines and users' shares
+(`schedopt.policies.allox.policy`): the queued jobs that pass the fairness filter are matched to
+(machine, position-from-last) slots at minimum total completion time, busy machines entering
+with the time their running job ends; the first job of each *free* machine's queue starts, the
+rest of the matching is thrown away. A free machine whose queue is empty stays idle until the
+next event, even if jobs wait.
 The baselines' rules are in `schedopt.policies.baselines.queues`.
 
 Times are seconds of simulated time, measured from the instance's clock (arrival_time).
@@ -27,8 +25,7 @@ Times are seconds of simulated time, measured from the instance's clock (arrival
 from __future__ import annotations
 
 import math
-import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +35,6 @@ from schedopt.backends.session import Solver
 from schedopt.core.decisions import DecisionKind, MachineQueues
 from schedopt.core.policy import Policy
 from schedopt.errors import SchedoptError
-from schedopt.policies.allox.matching import allox_schedule, fairness_filter
 from schedopt.policies.baselines.queues import MachineTrace, QueueDecision
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
 from schedopt.simulation.metrics import queue_summary
@@ -50,7 +46,6 @@ Starts = tuple[list[tuple[int, int]], int, float]
 def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
                config: SimulationConfig, progress: bool = False) -> SimulationResult:
     """Replay `trace` under the QUEUES `policy` with parsed `options`."""
-    step = ONLINE.get(policy.name, _contract_step)
     solver = Solver(config.solver or policy.default_solver,
                     SolveOptions(time_limit=config.time_limit))
     n, K = trace.processing.shape
@@ -73,7 +68,7 @@ def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
             waiting = int(queued.sum())
             decision = QueueDecision(trace, t, queued, free, busy_until, running, start,
                                      completion)
-            starts, candidates, seconds = step(policy, options, solver, decision)
+            starts, candidates, seconds = _contract_step(policy, options, solver, decision)
             for m, k in starts:
                 queued[m] = False
                 start[m], machine[m] = t, k
@@ -125,31 +120,9 @@ def _contract_step(policy: Policy, options: Any, solver: Solver,
                                 f"it is not waiting or cannot run (or twice)")
         taken.add(m)
         starts.append((m, k))
-    return starts, int(decision.queued.sum()), float("nan")
-
-
-def _allox_step(policy: Policy, options: Any, solver: Solver, decision: QueueDecision) -> Starts:
-    """Online AlloX (see the module docstring): the fairness filter, then the matching."""
-    trace, t, free = decision.trace, decision.now, decision.free
-    alpha = options.get("alpha", 1.0) if isinstance(options, dict) else options.alpha
-    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float)) and 0.0 < alpha <= 1.0):
-        raise SchedoptError(f"alpha must be in (0, 1], got {alpha!r}")
-    jobs = np.flatnonzero(decision.queued)
-    if alpha < 1.0:
-        names = np.asarray(trace.users, dtype=object)[trace.user[jobs]]  # ties: by user name
-        share = decision.served[trace.user[jobs]]
-        jobs = jobs[np.asarray(fairness_filter(names, share, alpha), dtype=bool)]
-    free_at = np.where(free, t, decision.busy_until)
-    began = time.perf_counter()
-    schedule = allox_schedule(trace.processing[jobs], free_at, trace.arrival[jobs])
-    seconds = time.perf_counter() - began
-    starts = [(int(jobs[queue[0]]), k) for k, queue in enumerate(schedule.queues)
-              if free[k] and queue]
-    return starts, int(jobs.size), seconds
-
-
-Step = Callable[[Policy, Any, Solver, QueueDecision], Starts]
-ONLINE: dict[str, Step] = {"allox": _allox_step}
+    # solve seconds are kept for policies that solved an optimization (they report a bound)
+    seconds = outcome.solve_seconds if outcome.bound is not None else float("nan")
+    return starts, int(outcome.details.get("candidates", decision.queued.sum())), seconds
 
 
 def _job_frame(trace: MachineTrace, start: np.ndarray, completion: np.ndarray,

@@ -32,6 +32,8 @@ from schedopt.errors import PolicyError
 from schedopt.policies.allox.matching import (DEFAULT_METHOD, METHODS, allox_assignment,
                                               allox_processing_times, fairness_filter,
                                               schedule_from_assignment, solver_of, validated)
+from schedopt.policies.baselines.events import event_of
+from schedopt.policies.baselines.queues import QueueDecision
 from schedopt.policies.machine_times import MachineTimes
 
 Method = Literal["auto", "scipy", "scipy-sparse", "ortools", "full"]
@@ -84,7 +86,12 @@ class Allox(Policy):
 
     def machine_times(self, problem, options: AlloxOptions) -> MachineTimes:
         """The jobs that enter now (alpha) with their processing times on every machine, one
-        per GPU (`<node>/<slot>`) and per CPU machine, all free at `instance.now`."""
+        per GPU (`<node>/<slot>`) and per CPU machine, all free at `instance.now`; inside a
+        simulation (a `QueueDecision` event), the queued jobs, users' shares so far and busy
+        machines entering at the time their running job ends (docs/formulations.md §4 online)."""
+        decision = event_of(problem, QueueDecision)
+        if decision is not None:
+            return _online_times(decision, options.alpha)
         instance = problem.instance
         processing, machines = allox_processing_times(instance)
         ids = np.asarray(instance.job_ids, dtype=object)
@@ -112,7 +119,8 @@ class Allox(Policy):
              for job, k, q, s, c in zip(ids, schedule.machine.tolist(), schedule.position,
                                         schedule.start, schedule.completion)},
             list(times.waiting))
-        details = self.details(times, decision, options) | {"matchings": stats.matchings}
+        details = self.details(times, decision, options) | {"matchings": stats.matchings,
+                                                             "candidates": len(ids)}
         total = details["total_completion_time"]
         return Outcome.from_status(None, Status.OPTIMAL, total, total,
                                    time.perf_counter() - clock,
@@ -137,6 +145,23 @@ class Allox(Policy):
         jobs = tuple(allocation.schedule)
         return _total_completion(allocation, jobs,
                                  np.array([arrival[job] for job in jobs], dtype=float))
+
+
+def _online_times(decision: QueueDecision, alpha: float) -> MachineTimes:
+    """The queued jobs that pass the fairness filter (ties: by user name; a user's share is the
+    machine-seconds its jobs have received so far) on every machine, free ones now and busy
+    ones when their running job ends."""
+    trace = decision.trace
+    jobs = np.flatnonzero(decision.queued)
+    enter = np.ones(jobs.size, dtype=bool)
+    if alpha < 1.0:
+        names = np.asarray(trace.users, dtype=object)[trace.user[jobs]]
+        enter = np.asarray(fairness_filter(names, decision.served[trace.user[jobs]], alpha),
+                           dtype=bool)
+    free_at = np.where(decision.free, decision.now, decision.busy_until)
+    chosen = jobs[enter]
+    return MachineTimes(tuple(trace.id_array[chosen]), trace.machines, trace.processing[chosen],
+                        free_at, trace.arrival[chosen], tuple(trace.id_array[jobs[~enter]]))
 
 
 def _total_completion(decision: MachineQueues, jobs, arrival: np.ndarray) -> float:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from schedopt.cli import render
+from schedopt.cli.outputs import check_targets, save_figure, write_csv
 from schedopt.cli.simulate import policy_options
 from schedopt.core.decisions import DecisionKind
 from schedopt.core.registry import resolve
@@ -84,17 +85,14 @@ def allox_command(trace, policy, scheduler, options, solver, alpha, sweep, plot,
     alphas = parse_alphas(sweep) if sweep is not None else None
     name = queue_policy_name(policy, scheduler)
     values = policy_options(options, {"--alpha": ("alpha", alpha)})
-    if plot is not None:
-        from schedopt.plots import require_matplotlib
-
-        require_matplotlib()  # before the simulations
+    check_targets([trace], csv=jobs_csv, figure=plot)  # before the simulations
     instance = load_instance(trace)
     if alphas is not None:
         table = alpha_sweep(instance, alphas)
         if plot is not None:
             from schedopt.plots import allox_alpha_tradeoff
 
-            allox_alpha_tradeoff(table).savefig(plot, dpi=120)
+            save_figure(allox_alpha_tradeoff(table), plot, [trace], announce=False)
         if as_json:
             click.echo(json.dumps({"format": "schedopt-allox-sweep/1", "trace": str(trace),
                                    "rows": json.loads(table.to_json(orient="records"))}, indent=1))
@@ -111,7 +109,7 @@ def allox_command(trace, policy, scheduler, options, solver, alpha, sweep, plot,
     result = simulate(instance, name, SimulationConfig(solver=solver, policy_options=values))
     run_alpha = float(values.get("alpha", 1.0))
     if jobs_csv is not None:
-        result.jobs.to_csv(jobs_csv)
+        write_csv(result.jobs, jobs_csv, [trace])
     if as_json:
         jobs = json.loads(result.jobs.reset_index().to_json(orient="records"))
         click.echo(json.dumps({"format": "schedopt-allox-simulation/1", "scheduler": name,

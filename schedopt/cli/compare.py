@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from schedopt.cli import render
+from schedopt.cli.outputs import check_targets, save_figure
 from schedopt.compare import (SOLVE_SECONDS, SOLVE_SECONDS_MAX, SOLVES, compare, load_sweep,
                               run_number, summary_row)
 from schedopt.errors import SchedoptError
@@ -88,27 +89,6 @@ def _hours(seconds) -> str:
     return render.number(None if seconds is None else seconds / 3600.0, 4)
 
 
-def _check_plot(plot: Path | None) -> None:
-    """Fail before simulating when a plot is asked for and cannot be drawn."""
-    if plot is not None:
-        from schedopt.plots import require_matplotlib
-        require_matplotlib()
-        from matplotlib.backend_bases import FigureCanvasBase
-
-        kinds = FigureCanvasBase.get_supported_filetypes()
-        if plot.suffix.lower().lstrip(".") not in kinds:
-            raise SchedoptError(f"--plot {plot}: unknown image suffix {plot.suffix!r}; use one of "
-                                + ", ".join(f".{k}" for k in sorted(kinds)))
-
-
-def _save(fig, plot: Path) -> None:
-    try:
-        fig.savefig(plot, dpi=120)
-    except (OSError, ValueError) as e:
-        raise SchedoptError(f"{plot}: cannot write the plot: {getattr(e, 'strerror', None) or e}") from None
-    click.echo(f"wrote {plot}", err=True)
-
-
 def _dumps(document) -> str:
     """JSON with NaN/inf written as null."""
     def clean(x):
@@ -141,7 +121,7 @@ def compare_command(trace, policies, mode, round_seconds, solver, as_json, progr
     and solve seconds (mean / max). --json prints every metric in seconds.
     """
     names = _names(policies)
-    _check_plot(plot)
+    check_targets([trace], figure=plot)
     instance = load_instance(trace)
     config = _config(mode, round_seconds, seed, solver)
     table, jobs, results = compare(instance, names, config, progress=_progress(progress))
@@ -149,7 +129,7 @@ def compare_command(trace, policies, mode, round_seconds, solver, as_json, progr
     rows = [{"policy": p, **summary_row(r.summary, counts)} for p, r in results.items()]
     if plot is not None:
         from schedopt.plots import jct_cdf
-        _save(jct_cdf(jobs), plot)
+        save_figure(jct_cdf(jobs), plot, [trace])
     if as_json:
         click.echo(_dumps({"trace": str(trace), "jobs": len(instance.jobs), "mode": mode,
                            "round_seconds": round_seconds, "policies": rows}))
@@ -207,7 +187,7 @@ def sweep_command(throughputs, rates, num_jobs, policies, cluster, gpus_per_node
     from schedopt.traces import gavel_cluster, load_performance, parse_gpu_map
 
     names, rate_list, span = _names(policies), _rates(rates), _window(window)
-    _check_plot(plot)
+    check_targets([throughputs], figure=plot)
     counts = parse_gpu_map(cluster, "--cluster") if cluster else None
     per_node = parse_gpu_map(gpus_per_node, "--gpus-per-node") if gpus_per_node else None
     spec = gavel_cluster(counts, per_node)
@@ -217,7 +197,7 @@ def sweep_command(throughputs, rates, num_jobs, policies, cluster, gpus_per_node
                        progress=_progress(progress), single_gpu=single_gpu)
     if plot is not None:
         from schedopt.plots import jct_vs_load
-        _save(jct_vs_load(frame), plot)
+        save_figure(jct_vs_load(frame), plot, [throughputs])
     gpus = {t: e["count"] for t, e in spec["gpu_types"].items()}
     if as_json:
         click.echo(_dumps({"throughputs": str(throughputs), "cluster": gpus, "jobs": num_jobs,

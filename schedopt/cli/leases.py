@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from schedopt.cli import render
+from schedopt.cli.outputs import check_targets, write_csv
 from schedopt.cli.simulate import check_taken, options_for, policy_options
 from schedopt.core.decisions import DecisionKind
 from schedopt.core.registry import resolve
@@ -84,6 +85,7 @@ def leases_command(trace, policies, schedulers, options, solver, time_limit, lea
         "--sigma": ("sigma", parse_sigma(sigma)),
         "--no-round-up": ("round_up", False if no_round_up else None)})
     check_taken(names, values)
+    check_targets([trace], csv=jobs_csv)
     instance = load_instance(trace)
     results = [simulate(instance, name, SimulationConfig(
         solver=solver, time_limit=time_limit, policy_options=options_for(name, values)), progress)
@@ -91,7 +93,8 @@ def leases_command(trace, policies, schedulers, options, solver, time_limit, lea
     if jobs_csv is not None:
         import pandas as pd
 
-        pd.concat({r.policy: r.jobs for r in results}, names=["scheduler"]).to_csv(jobs_csv)
+        write_csv(pd.concat({r.policy: r.jobs for r in results}, names=["scheduler"]), jobs_csv,
+                  [trace])
     if as_json:
         click.echo(json.dumps({
             "format": "schedopt-lease-simulation/1", "trace": str(trace),

@@ -12,6 +12,7 @@ import click
 import numpy as np
 
 from schedopt.cli import render
+from schedopt.cli.outputs import check_targets, save_figure
 from schedopt.cli.errors import OneLineErrors
 from schedopt.errors import SchedoptError
 
@@ -263,6 +264,7 @@ def study(source, fractions, target, seeds, ranks, lambdas, ensemble, seed, plot
     fracs = _numbers(fractions, "--fractions")
     if any(not 0 <= f <= 1 for f in fracs):
         raise click.BadParameter("fractions must lie in [0, 1]", param_hint="--fractions")
+    check_targets([source], figure=plot)
     model, _ = read_model(source)
     targets = ("pairs", "isolated") if target == "both" else (target,)
     kwargs = _complete_kwargs(ranks, lambdas, ensemble, seed)
@@ -272,12 +274,8 @@ def study(source, fractions, target, seeds, ranks, lambdas, ensemble, seed, plot
     if plot is not None:
         from schedopt.perf import plot_study
 
-        fig = plot_study(frame, title=f"{model.name or source.name}: completion error")
-        try:
-            fig.savefig(plot, dpi=110)
-        except (OSError, ValueError) as e:
-            raise SchedoptError(f"{plot}: cannot write the plot: {e}") from None
-        click.echo(f"wrote {plot}", err=True)
+        save_figure(plot_study(frame, title=f"{model.name or source.name}: completion error"),
+                    plot, [source], dpi=110)
     if as_json:
         records = frame.replace({np.nan: None}).to_dict(orient="records")
         click.echo(json.dumps(records, indent=1, allow_nan=False))

@@ -12,6 +12,7 @@ import numpy as np
 
 from schedopt.api import solve
 from schedopt.cli import render
+from schedopt.cli.outputs import check_targets, write_csv
 from schedopt.instance import load_instance
 from schedopt.mechanism.rounds import mechanism_error, run_rounds
 from schedopt.core.registry import resolve
@@ -94,6 +95,7 @@ def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limi
     fairness, deadline misses, utilization and cost; for lease policies SLO misses and
     preemptions; for queue policies per-user JCT and fairness. Times are seconds (tables:
     hours for allocation runs)."""
+    check_targets([trace], csv=jobs_csv)
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
     config = make(round_seconds=round_seconds, seed=seed, solver=solver, time_limit=time_limit,
@@ -102,7 +104,7 @@ def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limi
     show_bar = sys.stderr.isatty() if progress is None else progress
     result = simulate(instance, policy, config, progress=show_bar)
     if jobs_csv is not None:
-        result.jobs.to_csv(jobs_csv)
+        write_csv(result.jobs, jobs_csv, [trace])
     if as_json:
         document = result_document(result, trace, mode)
         document["policy"] = policy

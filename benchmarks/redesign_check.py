@@ -4,15 +4,20 @@ one on the code before it (`--before DIR`, a checkout of commit 9e2763a) and one
 Cases: building the max-min fairness LP at 100,000 jobs x 3 GPU types (before: the sparse
 blocks of `schedopt.formulations.gavel`; after: `models.max_min_model` on
 `schedopt.modeling`, compiled), and a whole `schedopt.solve` at 10,000 jobs for the Gavel
-policies on their default solvers (max_min_fairness also on Clarabel, the whole LP). One
-worker process per tree (warmed up by one untimed run of every case) times one run at a time,
-the two trees alternating run by run, so a burst of load on a shared machine lands on both
-sides alike; each case is the best of `--repeats` runs per tree (of SHORT_RUNS for cases under
-SHORT seconds, where a millisecond of noise would dominate). The table shows before s,
-after s and their ratio (after / before; below 1 is faster). Instances: `common.random_problem`. `--clock cpu` times the process's CPU seconds instead of wall seconds: on a machine
-others share, it does not count the time the process waits for a core.
+policies on their default solvers (max_min_fairness also on Clarabel, the whole LP), and whole
+simulations under the event baselines through the simulators' entry points that both trees
+have: edf and srtf on a 600-job lease trace (`lease_trace`: 64 GPUs), sjf, drf and fifo_queue
+on a 400-job AlloX-like trace (`benchmarks/allox_40.py`'s generator: 4 GPUs, 8 CPU machines).
+One worker process per tree (warmed up by one untimed run of every case) times one run at a
+time, the two trees alternating run by run, so a burst of load on a shared machine lands on
+both sides alike; each case is the best of `--repeats` runs per tree (of SHORT_RUNS for cases
+under SHORT seconds, where a millisecond of noise would dominate). The table shows before s,
+after s and their ratio (after / before; below 1 is faster). Instances of the solves:
+`common.random_problem`. `--clock cpu` times the process's CPU seconds instead of wall seconds:
+on a machine others share, it does not count the time the process waits for a core.
+`--cases` keeps the cases whose names contain one of its comma-separated words.
 
-    python benchmarks/redesign_check.py --before /tmp/before-rounds [--clock cpu]
+    python benchmarks/redesign_check.py --before /tmp/before-rounds [--clock cpu] [--cases simulate]
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ SOLVES = [  # (case, policy, solver: None = the policy's default)
     ("min_cost", "min_cost", None),
     ("water_filling", "water_filling", None),
 ]
+LEASE_JOBS = 600
+QUEUE_JOBS = 400
+LEASE_POLICIES = ("edf", "srtf")
+QUEUE_POLICIES = ("sjf", "drf", "fifo_queue")
 
 
 def build_max_min_lp(problem):
@@ -58,11 +67,55 @@ def build_max_min_lp(problem):
     return max_min_model(problem)[0].compile()
 
 
-def cases() -> dict[str, object]:
-    """{case: a function doing it once} in this process's tree."""
-    import schedopt
+def lease_trace(num_jobs: int, seed: int = 0):
+    """SLO (70%) and best-effort jobs on 64 V100s: running time U(600 s, 4 h) at 1 step/s,
+    1/2/4/8 GPUs (0.5/0.2/0.2/0.1), arrivals U(0, 24 h), an SLO deadline of 1.2-3x the
+    running time: several times what the pool serves."""
+    import numpy as np
 
-    from common import random_problem  # benchmarks/common.py, beside this file
+    from schedopt.instance import parse_instance
+
+    rng = np.random.default_rng(seed)
+    run = rng.uniform(600, 4 * 3600, num_jobs)
+    gpus = rng.choice([1, 2, 4, 8], num_jobs, p=[.5, .2, .2, .1])
+    arrival = rng.uniform(0, 24 * 3600, num_jobs)
+    slo, stretch = rng.random(num_jobs) < 0.7, rng.uniform(1.2, 3, num_jobs)
+    jobs = [{"id": f"j{i}", "scale_factor": int(gpus[i]), "arrival_time": float(arrival[i]),
+             "total_steps": float(run[i]), "throughput": {"v100": 1.0},
+             **({"deadline": float(run[i] * stretch[i])} if slo[i] else {})}
+            for i in range(num_jobs)]
+    return parse_instance({"format": "schedopt-instance/1", "jobs": jobs, "cluster": {
+        "gpu_types": {"v100": {"count": 64, "gpus_per_node": 8}}}})
+
+
+def simulate_event_policy(instance, policy: str):
+    """A whole simulation of `instance` under the lease or queue baseline `policy`, through
+    the simulators' former entry points (both trees have them; before the redesign
+    `fifo_queue` was the AlloX simulator's `fifo`)."""
+    from schedopt.simulation import allox_sim, lease_sim
+
+    if policy in LEASE_POLICIES:
+        return lease_sim.simulate_leases(instance, policy)
+    if policy == "fifo_queue" and policy not in allox_sim.SCHEDULERS:
+        policy = "fifo"
+    return allox_sim.simulate_allox(instance, policy)
+
+
+def cases(wanted: str = "") -> dict[str, object]:
+    """{case: a function doing it once} in this process's tree, only the cases whose names
+    contain one of the comma-separated words `wanted` (all when empty)."""
+    found = all_cases()
+    return {name: fn for name, fn in found.items()
+            if not wanted or any(word in name for word in wanted.split(","))}
+
+
+def all_cases() -> dict[str, object]:
+    """{case: a function doing it once} for every case."""
+    import schedopt
+    from schedopt.instance import parse_instance
+
+    from allox_40 import allox_40_document  # benchmarks/, beside this file
+    from common import random_problem
 
     big = random_problem(BUILD_JOBS)
     small = random_problem(SOLVE_JOBS)
@@ -72,6 +125,13 @@ def cases() -> dict[str, object]:
             result = schedopt.solve(small, policy, solver)
             assert result.status.value == "optimal", (case, result.status)
         found[f"solve {case}, {SOLVE_JOBS:,} jobs"] = run
+    traces = {"leases": lease_trace(LEASE_JOBS),
+              "queues": parse_instance(allox_40_document(0, QUEUE_JOBS))}
+    for kind, policies, size in (("leases", LEASE_POLICIES, LEASE_JOBS),
+                                 ("queues", QUEUE_POLICIES, QUEUE_JOBS)):
+        for policy in policies:
+            found[f"simulate {policy} ({kind}), {size} jobs"] = (
+                lambda policy=policy, trace=traces[kind]: simulate_event_policy(trace, policy))
     return found
 
 
@@ -80,9 +140,9 @@ SHORT = 0.1       # seconds: a case this fast is timed SHORT_RUNS times per tree
 SHORT_RUNS = 30   # since a millisecond of noise is a large share of it
 
 
-def serve(clock) -> None:
+def serve(clock, wanted: str) -> None:
     """Worker: print the case names, then time one case per line read from stdin."""
-    work = cases()
+    work = cases(wanted)
     names = list(work)
     for fn in work.values():  # warm up: imports, first-call caches
         fn()
@@ -97,9 +157,10 @@ def serve(clock) -> None:
 class Worker:
     """A `serve` process on the code in `tree`."""
 
-    def __init__(self, tree: Path, clock: str):
+    def __init__(self, tree: Path, clock: str, wanted: str):
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        self.process = subprocess.Popen([sys.executable, __file__, "--serve", "--clock", clock],
+        self.process = subprocess.Popen([sys.executable, __file__, "--serve", "--clock", clock,
+                                         "--cases", wanted],
                                         env=env, cwd=tree, stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True)
         self.names = json.loads(self._line(tree))
@@ -126,12 +187,15 @@ def main() -> None:
                         help="checkout of the code before the redesign")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per case and tree")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument("--cases", default="", help="only the cases whose names contain one "
+                        "of these comma-separated words (e.g. simulate)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(CLOCKS[args.clock])
+        serve(CLOCKS[args.clock], args.cases)
         return
-    before, after = Worker(args.before.resolve(), args.clock), Worker(ROOT, args.clock)
+    before = Worker(args.before.resolve(), args.clock, args.cases)
+    after = Worker(ROOT, args.clock, args.cases)
     names = before.names
     best = {name: [float("inf"), float("inf")] for name in names}
     for index, name in enumerate(names):

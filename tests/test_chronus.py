@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from lease_strategies import assert_feasible, enumerate_optimum, lease_problems
 
 from schedopt.backends import SolveResult, Status
+from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.policies.chronus import lease_milp as chronus
 from schedopt.policies.chronus.lease_milp import (
@@ -80,13 +81,14 @@ def test_milp_optimum_matches_exhaustive_enumeration_and_backends_agree(data):
                 assert plan.objective == pytest.approx(expected, abs=1e-6), solver
 
 
-def _no_incumbent(lp, solver, options):
+def _no_incumbent(solver, lp):
+    """`Solver.solve` of a backend that stops before any solution."""
     return SolveResult(status=Status.ERROR, objective=None, bound=None, x=None, solve_seconds=0.0,
-                       backend=solver, termination="TIME_LIMIT before any solution")
+                       backend=solver.name, termination="TIME_LIMIT before any solution")
 
 
 def test_fallback_takes_latest_feasible_leases_when_the_solver_has_no_incumbent(monkeypatch):
-    monkeypatch.setattr(chronus, "solve_lp", _no_incumbent)
+    monkeypatch.setattr(Solver, "solve", _no_incumbent)
     # A has only its D=3 option: latest fit gives leases (1, 2); B then fits in lease 0.
     plan = chronus_lease_milp(gpus=[4, 8], leases_needed=[2, 1], option_job=[0, 1],
                               option_value=[8, 10], option_horizon=[3, 2], capacity=[8, 8, 8])
@@ -97,7 +99,7 @@ def test_fallback_takes_latest_feasible_leases_when_the_solver_has_no_incumbent(
 
 
 def test_fallback_reports_jobs_the_greedy_cannot_place_with_its_partial_plan(monkeypatch):
-    monkeypatch.setattr(chronus, "solve_lp", _no_incumbent)
+    monkeypatch.setattr(Solver, "solve", _no_incumbent)
     # The worked example in option order: A's first option (D=2) takes leases (0, 1), then B
     # (8 GPUs, D=2) fits nowhere, although the MILP would place both.
     plan = chronus_lease_milp(**EXAMPLE)

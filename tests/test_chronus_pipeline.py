@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from lease_strategies import assert_feasible, enumerate_optimum, lease_problems
 
 from schedopt.backends import SolveOptions, SolveResult, Status, solve_lp
+from schedopt.backends.session import Solver
 from schedopt.policies.chronus import lease_milp as chronus
 from schedopt.policies.chronus.lease_milp import (
     LeaseProblem,
@@ -79,7 +80,8 @@ def test_milp_with_a_start_has_the_optimum_of_the_milp_without(data):
 
 
 class Spy:
-    """Records (solver, options) of every solve_lp call; solvers in `fail` return no solution."""
+    """Records (solver, options) of every solve through a `Solver` session (installed by
+    `spy_on`); solvers in `fail` return no solution."""
 
     def __init__(self, fail=()):
         self.calls = []
@@ -93,9 +95,14 @@ class Spy:
         return solve_lp(lp, solver, options)
 
 
+def spy_on(monkeypatch, spy):
+    """Send every `Solver.solve(lp)` to spy(lp, backend name, settings)."""
+    monkeypatch.setattr(Solver, "solve", lambda self, lp: spy(lp, self.name, self.settings))
+
+
 def test_an_integral_lp_solution_is_the_plan_without_any_milp(monkeypatch):
     spy = Spy()
-    monkeypatch.setattr(chronus, "solve_lp", spy)
+    spy_on(monkeypatch, spy)
     # Both jobs fit: the LP optimum is integral (A in leases 0-1, B in lease 0 of 12 GPUs).
     plan = chronus.chronus_lease_milp(gpus=[4, 8], leases_needed=[2, 1], option_job=[0, 1],
                                       option_value=[10, 10], option_horizon=[2, 2],
@@ -110,7 +117,7 @@ def test_an_integral_lp_solution_is_the_plan_without_any_milp(monkeypatch):
 
 def test_the_rounded_plan_is_kept_when_the_milp_solver_finds_nothing(monkeypatch):
     spy = Spy(fail=("cpsat",))
-    monkeypatch.setattr(chronus, "solve_lp", spy)
+    spy_on(monkeypatch, spy)
     plan = chronus.solve_lease_problem(EXAMPLE, solver="cpsat")
     assert [solver for solver, _ in spy.calls] == ["highs", "cpsat", "cpsat"]
     assert not plan.used_fallback and plan.details["incumbent_from"] == "lp_rounding"
@@ -126,7 +133,7 @@ def test_the_rounded_plan_is_kept_when_the_milp_solver_finds_nothing(monkeypatch
 
 def test_milp_stages_start_from_the_best_plan_and_leave_time_to_stop(monkeypatch):
     spy = Spy()
-    monkeypatch.setattr(chronus, "solve_lp", spy)
+    spy_on(monkeypatch, spy)
     plan = chronus.solve_lease_problem(EXAMPLE, solver="scip", time_limit=5.0)
     assert plan.status is Status.OPTIMAL and plan.objective == pytest.approx(19.0, abs=1e-9)
     (lp_solver, lp_options), *milp_calls = spy.calls
@@ -142,7 +149,7 @@ def test_milp_stages_start_from_the_best_plan_and_leave_time_to_stop(monkeypatch
 
 def test_a_mip_gap_met_by_the_rounded_plan_skips_the_milp(monkeypatch):
     spy = Spy()
-    monkeypatch.setattr(chronus, "solve_lp", spy)
+    spy_on(monkeypatch, spy)
     plan = chronus.solve_lease_problem(EXAMPLE, mip_gap=0.5)
     assert [solver for solver, _ in spy.calls] == ["highs"]
     assert plan.status is Status.FEASIBLE and plan.gap <= 0.5
@@ -153,7 +160,7 @@ def test_a_mip_gap_met_by_the_rounded_plan_skips_the_milp(monkeypatch):
 def test_without_a_plan_the_fallback_keeps_the_lp_bound_unless_it_is_infeasible(monkeypatch):
     # Every MILP finds nothing and the rounding (replaced) schedules nothing: the plan is the
     # latest-fit greedy's. In option order it puts A in leases (0, 1), then B fits nowhere.
-    monkeypatch.setattr(chronus, "solve_lp", Spy(fail=("cpsat",)))
+    spy_on(monkeypatch, Spy(fail=("cpsat",)))
     monkeypatch.setattr(chronus, "lp_roundings",
                         lambda problem, s, x: [(np.full(problem.num_jobs, -1),
                                                 np.zeros((problem.num_jobs, problem.num_leases),

@@ -56,14 +56,16 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.sparse as sp
 
-from schedopt.backends import SolveOptions, SolveResult, Status, solve_lp
+from schedopt.backends import SolveResult, Status
 from schedopt.backends.base import LinearProgram, relative_gap
+from schedopt.backends.session import Solver
+from schedopt.modeling import Constraint, Expr, Model, Variable
 from schedopt.policies.chronus.problem import LeaseProblem  # re-exported
 from schedopt.policies.chronus.rounding import lp_roundings
 
 DEFAULT_SOLVER = "cpsat"
+LP_SOLVER = "highs"  # the LP relaxation's backend (stage 1)
 # Seconds a MILP stage runs past its solver's time limit (building and reading the model,
 # presolve, stopping threads): 0.07-0.21 s measured on the 400-job model with cpsat and scip.
 # Each MILP stage's limit leaves this much of the budget unused, so that the whole solve ends
@@ -116,73 +118,94 @@ def _option_columns(problem: LeaseProblem) -> tuple[np.ndarray, np.ndarray, np.n
     return option, lease, start
 
 
-def lease_milp(problem: LeaseProblem) -> LinearProgram:
-    """The MILP of the module docstring as a LinearProgram (x columns, then s columns)."""
+@dataclass(frozen=True, eq=False)
+class LeaseModel:
+    """The lease MILP stated with `schedopt.modeling`: x (the X columns, one per option and
+    slot before its horizon, option by option; `option` and `lease` say whose and which slot
+    each is) and s (K,) the option choices."""
+
+    model: Model
+    x: Variable
+    s: Variable
+    option: np.ndarray
+    lease: np.ndarray
+
+
+def _sum_by(var: Variable, label: np.ndarray, size: int, weight=1.0) -> Expr:
+    """(size,) expression: entry r = sum of weight[i] var[i] over the i with label[i] == r
+    (entries labelled -1 are left out): a group-by sum of a 1-D block, term by term."""
+    coefs = np.broadcast_to(np.asarray(weight, dtype=float), var.shape)
+    if label.size and label.min() < 0:
+        keep = np.flatnonzero(label >= 0)
+        return Expr(label[keep], var.cols[keep], coefs[keep], 0.0, (size,))
+    return Expr(label, var.cols, coefs, 0.0, (size,))
+
+
+def _at(var: Variable, index: np.ndarray) -> Expr:
+    """(len(index),) expression: entry i = var[index[i]] (numpy's var[index], one term each)."""
+    return Expr(np.arange(index.size), var.cols[index], np.ones(index.size), 0.0, index.shape)
+
+
+def lease_model(problem: LeaseProblem) -> LeaseModel:
+    """The MILP of the module docstring (x columns, then s; rows lease_count, capacity,
+    one_option, then overfill where an option reaches a slot wider than one lease)."""
     K, H, J = problem.num_options, problem.num_leases, problem.num_jobs
     option, lease, _ = _option_columns(problem)
-    X = option.shape[0]
-    n_cols = X + K
-    g_opt = problem.gpus[problem.option_job]
-    n_opt = problem.leases_needed[problem.option_job]
-    width = problem.width[lease].astype(float)
-
-    # lease_count: sum_t w_t x_kt - n_k s_k = 0 (>= 0 for options reaching coarse slots)
-    lease_count = sp.csr_matrix(
-        (np.concatenate((width, -n_opt.astype(float))),
-         (np.concatenate((option, np.arange(K))), np.arange(n_cols))), shape=(K, n_cols))
-    widest = np.zeros(K)
-    np.maximum.at(widest, option, width)
+    g = problem.gpus[problem.option_job].astype(float)  # (K,) GPUs of each option's job
+    n = problem.leases_needed[problem.option_job].astype(float)  # (K,) leases it needs
+    a = problem.width[lease].astype(float)  # leases of work in each x column's slot
+    # W_k: the widest slot option k can use (every horizon is >= 1 slot)
+    widest = np.maximum.accumulate(problem.width)[np.minimum(problem.option_horizon, H) - 1]
     over = np.flatnonzero(widest > 1)
-    # overfill: sum_t w_t x_kt - (n_k + W_k - 1) s_k <= 0, only where W_k > 1
     in_over = np.full(K, -1)
     in_over[over] = np.arange(over.size)
-    on = in_over[option] >= 0
-    overfill = sp.csr_matrix(
-        (np.concatenate((width[on], -(n_opt[over] + widest[over] - 1))),
-         (np.concatenate((in_over[option[on]], np.arange(over.size))),
-          np.concatenate((np.flatnonzero(on), X + over)))), shape=(over.size, n_cols))
-    # capacity: sum_k g_k x_kt <= C_t
-    capacity = sp.csr_matrix((g_opt[option].astype(float), (lease, np.arange(X))), shape=(H, n_cols))
-    # one_option: sum_v s_(j,v) = 1 (admitted) or <= 1
-    one_option = sp.csr_matrix((np.ones(K), (problem.option_job, X + np.arange(K))),
-                               shape=(J, n_cols))
-    A = sp.vstack([lease_count, capacity, one_option, overfill], format="csr")
-    row_lower = np.concatenate((np.zeros(K), np.full(H, -np.inf), problem.admitted.astype(float),
-                                np.full(over.size, -np.inf)))
-    row_upper = np.concatenate((np.where(widest > 1, np.inf, 0.0),
-                                problem.capacity.astype(float), np.ones(J), np.zeros(over.size)))
 
-    c = np.zeros(n_cols)
-    c[X:] = problem.option_value
-    first = lease == 0
-    c[np.flatnonzero(first)] = problem.sigma * g_opt[option[first]] / max(problem.capacity.max(), 1)
-    col_upper = np.ones(n_cols)
-    col_upper[:X] = (g_opt[option] <= problem.capacity[lease]).astype(float)
-    col_upper[X:] = (problem.leases_within(problem.option_horizon) >= n_opt).astype(float)
-    return LinearProgram(c=c, A=A, row_lower=row_lower, row_upper=row_upper,
-                         col_lower=np.zeros(n_cols), col_upper=col_upper, maximize=True,
-                         integer=np.ones(n_cols, dtype=bool))
+    m = Model()
+    x = m.variable("x", option.size, upper=(g[option] <= problem.capacity[lease]).astype(float),
+                   integer=True)
+    s = m.variable("s", K, upper=(problem.leases_within(problem.option_horizon) >= n)
+                   .astype(float), integer=True)
+    m.add("lease_count", Constraint(_sum_by(x, option, K, a) - n * s, 0.0,
+                                    np.where(widest > 1, np.inf, 0.0)))
+    m.add("capacity", _sum_by(x, lease, H, g[option]) <= problem.capacity)
+    m.add("one_option", Constraint(_sum_by(s, problem.option_job, J),
+                                   problem.admitted.astype(float), 1.0))
+    if over.size:
+        m.add("overfill", _sum_by(x, in_over[option], over.size, a)
+              - _sum_by(s, in_over, over.size, n + widest - 1) <= 0.0)
+    first = np.where(lease == 0, problem.sigma * g[option] / max(problem.capacity.max(), 1), 0.0)
+    m.maximize((problem.option_value * s).sum() + (first * x).sum())
+    return LeaseModel(m, x, s, option, lease)
+
+
+def lease_milp(problem: LeaseProblem) -> LinearProgram:
+    """The MILP of the module docstring as a LinearProgram (x columns, then s columns)."""
+    return lease_model(problem).model.compile()
 
 
 def lease_relaxation(problem: LeaseProblem) -> LinearProgram:
     """The LP relaxation of `lease_milp` (same columns, no integer ones) with one more row per x
-    column: x_kt - s_k <= 0.
+    column: x_kt - s_k <= 0 ("within").
 
     The rows are valid for the MILP: in an integral solution s_k = 0 forces every x_kt of
     option k to 0 (lease_count: sum_t x_kt = n_k s_k = 0), and otherwise x_kt <= 1 = s_k. They cut
     fractional points that put more of an option into one lease than the option is chosen
     (e.g. x_kt = 1 with s_k = 1/n_k); on the 400-job benchmark they lower the bound by 0.3-0.7%.
     """
-    milp = lease_milp(problem)
-    option, _, _ = _option_columns(problem)
-    X = option.shape[0]
-    rows = np.arange(X)
-    vub = sp.csr_matrix((np.concatenate((np.ones(X), -np.ones(X))),
-                         (np.concatenate((rows, rows)), np.concatenate((rows, X + option)))),
-                        shape=(X, milp.num_cols))
-    return replace(milp, A=sp.vstack([milp.A, vub], format="csr"),
-                   row_lower=np.concatenate((milp.row_lower, np.full(X, -np.inf))),
-                   row_upper=np.concatenate((milp.row_upper, np.zeros(X))), integer=None)
+    return lease_programs(problem)[1]
+
+
+def lease_programs(problem: LeaseProblem) -> tuple[LinearProgram, LinearProgram]:
+    """(`lease_milp`, `lease_relaxation`) from one compile: the MILP is the relaxation's rows
+    before "within" (its last block), with every column integer."""
+    lease = lease_model(problem)
+    rows = max(block.stop for block in lease.model.row_slices().values())
+    lease.model.add("within", lease.x - _at(lease.s, lease.option) <= 0.0)
+    relaxation = replace(lease.model.compile(), integer=None)
+    milp = replace(relaxation, A=relaxation.A[:rows], row_lower=relaxation.row_lower[:rows],
+                   row_upper=relaxation.row_upper[:rows],
+                   integer=np.ones(relaxation.num_cols, dtype=bool))
+    return milp, relaxation
 
 
 def plan_objective(problem: LeaseProblem, chosen: np.ndarray,
@@ -321,14 +344,18 @@ class _Best:
         return ""
 
 
-def solve_lease_problem(problem: LeaseProblem, solver: str = DEFAULT_SOLVER,
+def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SOLVER,
                         time_limit: float | None = 5.0, mip_gap: float | None = None,
                         threads: int | None = None) -> ChronusPlan:
-    """Solve one lease boundary by the stages of the module docstring. time_limit: seconds for
-    all stages together (None: no limit); mip_gap: relative gap to the bound at which the MILP
-    stages stop; threads: solver threads. `details` holds incumbent_from, lp_bound,
-    solver_bound and stage_end (seconds from the start at which each stage that ran ended)."""
+    """Solve one lease boundary by the stages of the module docstring. solver: the Solver
+    session of the MILP stages (a backend name builds one); the LP stage runs on HiGHS through
+    the same session (`with_backend`), so its program record holds every stage. time_limit:
+    seconds for all stages together (None: no limit); mip_gap: relative gap to the bound at
+    which the MILP stages stop; threads: solver threads. `details` holds incumbent_from,
+    lp_bound, solver_bound and stage_end (seconds from the start at which each stage that ran
+    ended)."""
     start = time.perf_counter()
+    session = solver if isinstance(solver, Solver) else Solver(solver)
 
     def left(reserve: float = 0.0) -> float | None:
         """Seconds of the budget left after `reserve` more (None: no limit)."""
@@ -336,15 +363,16 @@ def solve_lease_problem(problem: LeaseProblem, solver: str = DEFAULT_SOLVER,
             return None
         return max(time_limit - (time.perf_counter() - start) - reserve, 0.0)
 
-    def options(limit: float | None, hint: np.ndarray | None = None) -> SolveOptions:
-        return SolveOptions(time_limit=limit, mip_gap=mip_gap, threads=threads, start=hint)
+    def stage(limit: float | None, hint: np.ndarray | None = None) -> Solver:
+        return session.with_settings(time_limit=limit, mip_gap=mip_gap, threads=threads,
+                                     start=hint)
 
-    milp = lease_milp(problem)
+    milp, relaxed = lease_programs(problem)
     best = _Best(problem)
     stage_end: dict[str, float] = {}
     lp_bound = hint = full = None
-    relaxation = solve_lp(lease_relaxation(problem), "highs",
-                          SolveOptions(time_limit=left(), threads=threads))
+    relaxation = session.with_backend(LP_SOLVER).with_settings(
+        time_limit=left(), mip_gap=None, threads=threads, start=None).solve(relaxed)
     stage_end["lp"] = time.perf_counter() - start
     if relaxation.status is Status.OPTIMAL:
         lp_bound, x = relaxation.objective, relaxation.x
@@ -357,14 +385,14 @@ def solve_lease_problem(problem: LeaseProblem, solver: str = DEFAULT_SOLVER,
                                                                              best.held)))
         stage_end["lp_rounding"] = time.perf_counter() - start
         if left(STOP_SECONDS) != 0.0 and not best.stop_reason(lp_bound, mip_gap, left()):
-            best.offer_result("restricted", solve_lp(_restricted(problem, milp, x, hint), solver,
-                                                     options(left(STOP_SECONDS), hint)))
+            best.offer_result("restricted", stage(left(STOP_SECONDS), hint).solve(
+                _restricted(problem, milp, x, hint)))
             stage_end["restricted"] = time.perf_counter() - start
     stopped = best.stop_reason(lp_bound, mip_gap, left(STOP_SECONDS))
     if not stopped:
         if best.chosen is not None:
             hint = _plan_vector(problem, best.chosen, best.held)
-        full = solve_lp(milp, solver, options(left(STOP_SECONDS), hint))
+        full = stage(left(STOP_SECONDS), hint).solve(milp)
         best.offer_result("solver", full)
         stage_end["solver"] = time.perf_counter() - start
     solver_bound = None if full is None else full.bound
@@ -378,7 +406,7 @@ def solve_lease_problem(problem: LeaseProblem, solver: str = DEFAULT_SOLVER,
         status = Status.INFEASIBLE if unplaced else Status.FEASIBLE
         return ChronusPlan(status=status, objective=plan_objective(problem, chosen, leases),
                            bound=bound if status is Status.FEASIBLE else None, leases=leases,
-                           chosen=chosen, used_fallback=True, solver=solver,
+                           chosen=chosen, used_fallback=True, solver=session.name,
                            solve_seconds=time.perf_counter() - start, termination=termination,
                            unplaced=unplaced, details=details)
     gap = relative_gap(best.objective, bound)
@@ -389,13 +417,13 @@ def solve_lease_problem(problem: LeaseProblem, solver: str = DEFAULT_SOLVER,
     return ChronusPlan(status=Status.OPTIMAL if proven else Status.FEASIBLE,
                        objective=best.objective,
                        bound=best.objective if proven and bound is None else bound, leases=leases,
-                       chosen=best.chosen, used_fallback=False, solver=solver,
+                       chosen=best.chosen, used_fallback=False, solver=session.name,
                        solve_seconds=time.perf_counter() - start, termination=termination,
                        details=details)
 
 
 def chronus_lease_milp(gpus, leases_needed, option_job, option_value, option_horizon, capacity,
-                       sigma: float = 1.0, solver: str = DEFAULT_SOLVER,
+                       sigma: float = 1.0, solver: Solver | str = DEFAULT_SOLVER,
                        time_limit: float | None = 5.0, mip_gap: float | None = None,
                        admitted=None, threads: int | None = None) -> ChronusPlan:
     """Solve the Chronus lease MILP from arrays (units in `LeaseProblem`).

@@ -39,6 +39,7 @@ import numpy as np
 
 from schedopt.errors import PolicyError, SchedoptError
 from schedopt.backends import Status
+from schedopt.backends.session import Solver
 from schedopt.policies.chronus.lease_milp import (
     DEFAULT_SOLVER,
     ChronusPlan,
@@ -457,9 +458,10 @@ class BoundaryDecision:
 
 
 def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: float,
-                  settings: LeaseSettings) -> BoundaryDecision:
+                  settings: LeaseSettings, solver: Solver | None = None) -> BoundaryDecision:
     """The lease MILP over admitted jobs and reachable SLO jobs, then shortest-remaining-service
-    fill of the GPUs it leaves free in lease 0 (module docstring)."""
+    fill of the GPUs it leaves free in lease 0 (module docstring). solver: the Solver session
+    of the lease MILP (None: one of the backend `settings.solver`)."""
     need, horizon, reachable = plan_inputs(jobs, now, settings)
     has_option = np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0
     planned_mask = has_option | admitted
@@ -477,7 +479,7 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
             job_set.option_horizon, np.full(width.size, capacity),
             sigma=sigma, admitted=admitted[planned] & has_option[planned],
             width=width)
-        plan = solve_lease_problem(problem, solver=settings.solver,
+        plan = solve_lease_problem(problem, solver=solver or settings.solver,
                                    time_limit=settings.time_limit)
         if plan.unplaced:
             plan = _rescue(problem, plan)

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from schedopt.backends import SolveOptions, Status
+from schedopt.backends.session import Solver
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.outcome import Outcome
@@ -37,7 +38,7 @@ ALL_TYPES = "all"  # gpu_type option: every GPU type, the lease MILP choosing ea
 DEFAULT_TIME_LIMIT = 5.0  # seconds per lease MILP, as in Chronus's artifact
 
 
-def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
+def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptions | None = None,
                    lease_seconds: float = 1200.0, resume_overhead_s: float = 30.0,
                    horizon_leases: int | None = None, sigma: float | str = "adaptive",
                    gpu_type: str | None = None, round_up: bool = True,
@@ -52,15 +53,17 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
     indices held, 0 = the next lease} for every job the plan schedules and the best-effort jobs
     that get lease 0, `admitted` and `rejected` (SLO job ids), `running` (job ids in lease 0),
     `lease_seconds`, `gpu_type`, `gpus` (pool size), `sigma` (as used), `gap`,
-    `used_fallback`, `milp_seconds`. options.time_limit defaults to 5 s.
+    `used_fallback`, `milp_seconds`. solver: the Solver session every lease MILP runs on (a
+    backend name builds one with `options`); its time limit defaults to 5 s per lease MILP.
     """
     clock = time.perf_counter()
-    settings = LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma, solver,
-                             DEFAULT_TIME_LIMIT if options.time_limit is None
-                             else options.time_limit, horizon_seconds, slots_per_doubling,
-                             run_through)
+    session = solver if isinstance(solver, Solver) else Solver(solver, options)
+    limit = session.settings.time_limit
+    settings = LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma,
+                             session.name, DEFAULT_TIME_LIMIT if limit is None else limit,
+                             horizon_seconds, slots_per_doubling, run_through)
     if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
-        return _pools_outcome(instance, settings, round_up, solver, clock)
+        return _pools_outcome(instance, settings, round_up, session, clock)
     if gpu_type == ALL_TYPES:
         gpu_type = None
     data = LeaseInstance.from_instance(instance, gpu_type, round_up)
@@ -69,7 +72,7 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
     arriving = np.lexsort((everyone, data.arrival))
     admitted, _ = admit_arrivals(jobs, np.zeros(data.num_jobs, dtype=bool), arriving, {},
                                  data.capacity, instance.now, settings)
-    decision = plan_boundary(jobs, admitted, data.capacity, instance.now, settings)
+    decision = plan_boundary(jobs, admitted, data.capacity, instance.now, settings, session)
     plan = decision.plan
     ids = data.ids
     leases = {ids[i]: [0] for i in np.flatnonzero(decision.running)}
@@ -91,17 +94,24 @@ def chronus_policy(instance: Instance, solver: str, options: SolveOptions,
         "used_fallback": False if plan is None else plan.used_fallback,
         "milp_seconds": None if plan is None else plan.solve_seconds,
     }
+    return _outcome(X, plan, details, session, clock)
+
+
+def _outcome(X: np.ndarray, plan, details: dict, session: Solver, clock: float) -> Outcome:
+    """The Outcome of a boundary's plan (a `ChronusPlan` or `PoolPlan`; None: no SLO job could
+    be planned, optimal with objective 0)."""
     if plan is None:
-        return Outcome.from_status(X, Status.OPTIMAL, 0.0, 0.0, time.perf_counter() - clock, solver, details)
-    return Outcome.from_status(X, plan.status, plan.objective, plan.bound, time.perf_counter() - clock,
-                   solver, details)
+        return Outcome.from_status(X, Status.OPTIMAL, 0.0, 0.0, time.perf_counter() - clock,
+                                   session.name, details)
+    return Outcome.from_status(X, plan.status, plan.objective, plan.bound,
+                               time.perf_counter() - clock, session.name, details)
 
 
-def _pools_outcome(instance: Instance, settings: LeaseSettings, round_up: bool, solver: str,
+def _pools_outcome(instance: Instance, settings: LeaseSettings, round_up: bool, session: Solver,
                    clock: float) -> Outcome:
     """`chronus_policy` over every GPU type (`pools.plan_pools`); details as there, plus `pools`
     {job id: GPU type} for the jobs of `leases`, and `gpu_type` the types joined by ",". """
-    d = plan_pools(instance, settings, round_up)
+    d = plan_pools(instance, settings, round_up, session)
     ids, plan = d.ids, d.plan
     X = np.zeros((ids.size, len(d.types)))
     X[d.running, d.pool[d.running]] = 1.0
@@ -117,11 +127,7 @@ def _pools_outcome(instance: Instance, settings: LeaseSettings, round_up: bool, 
         "used_fallback": False if plan is None else plan.source == "greedy",
         "milp_seconds": None if plan is None else plan.solve_seconds,
     }
-    if plan is None:
-        return Outcome.from_status(X, Status.OPTIMAL, 0.0, 0.0, time.perf_counter() - clock,
-                                   solver, details)
-    return Outcome.from_status(X, plan.status, plan.objective, plan.bound,
-                               time.perf_counter() - clock, solver, details)
+    return _outcome(X, plan, details, session, clock)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,8 +180,7 @@ class Chronus(Policy):
     instance_data = "machines, leases or parameter servers"
 
     def solve(self, problem, options: ChronusOptions, solver) -> Outcome:
-        outcome = chronus_policy(problem.instance, solver.name, solver.settings,
-                                 **dataclasses.asdict(options))
+        outcome = chronus_policy(problem.instance, solver, **dataclasses.asdict(options))
         d = outcome.details
         outcome.decision = LeasePlan(d["leases"], d["running"], d["admitted"], d["rejected"],
                                      d["lease_seconds"], d["gpu_type"])

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedopt.backends import SolveOptions, Status, solve_lp
+from schedopt.backends import Status
 from schedopt.backends.base import relative_gap
+from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.modeling import Model
 from schedopt.policies.chronus.admission import JobSet, NewJob, admit, round_up_gpus
@@ -204,17 +205,18 @@ def _start_vector(program: PoolProgram, problem: PoolProblem, choice: np.ndarray
     return out
 
 
-def solve_pool_problem(problem: PoolProblem, solver: str = DEFAULT_SOLVER,
+def solve_pool_problem(problem: PoolProblem, solver: Solver | str = DEFAULT_SOLVER,
                        time_limit: float | None = 5.0, threads: int | None = None) -> PoolPlan:
-    """The MILP with the solver (time_limit s for all of it), started from `pool_greedy`; the
-    greedy plan when the solver has none and it places every admitted job."""
+    """The MILP with the solver (a Solver session, or a backend name that builds one;
+    time_limit s for all of it), started from `pool_greedy`; the greedy plan when the solver
+    has none and it places every admitted job."""
     clock = time.perf_counter()
+    session = solver if isinstance(solver, Solver) else Solver(solver)
     choice, held, unplaced = pool_greedy(problem)
     program = pool_milp(problem)
     lp = program.model.compile()
     start = None if unplaced else _start_vector(program, problem, choice, held)
-    result = solve_lp(lp, solver, SolveOptions(time_limit=time_limit, threads=threads,
-                                               start=start))
+    result = session.with_settings(time_limit=time_limit, threads=threads, start=start).solve(lp)
     if result.status.has_solution and result.x is not None:
         x = np.rint(result.x)
         S = x[program.S.columns].reshape(program.S.shape) > 0.5
@@ -254,14 +256,16 @@ class PoolDecision:
     sigma: float = 1.0
 
 
-def plan_pools(instance, settings, round_up: bool = True) -> PoolDecision:
+def plan_pools(instance, settings, round_up: bool = True,
+               solver: Solver | None = None) -> PoolDecision:
     """Chronus at `instance.now` over all its GPU types (every queued job active): admission of
     the SLO jobs in arrival order, each on the first pool (fewest leases needed first) where
     `admission.admit` accepts it against the reservations so far; the pool MILP over the admitted
     jobs (must get an option) and the other SLO jobs with a usable option (may); then each pool's
     GPUs left in lease 0 go to the other jobs, shortest remaining service (seconds x GPUs on
     their fastest type) first, each on the first pool in type order where it fits.
-    `settings`: a `boundary.LeaseSettings`."""
+    `settings`: a `boundary.LeaseSettings`; solver: the Solver session of the pool MILP
+    (None: one of the backend `settings.solver`)."""
     instance.require_total_steps("planned in leases")
     types = list(instance.cluster.gpu_types)
     pools = [instance.cluster.gpu_types[t] for t in types]
@@ -325,7 +329,7 @@ def plan_pools(instance, settings, round_up: bool = True) -> PoolDecision:
         sub = PoolProblem.from_arrays(gpus[planned], need[planned], values[planned],
                                       horizons[planned], problem.capacity, width,
                                       admitted[planned], sigma)
-        plan = solve_pool_problem(sub, settings.solver, settings.time_limit)
+        plan = solve_pool_problem(sub, solver or settings.solver, settings.time_limit)
         for i in np.flatnonzero(plan.choice[:, 0] >= 0):
             j = int(planned[i])
             pool[j] = plan.choice[i, 1]

@@ -36,7 +36,7 @@ from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.policy import Policy
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.policies.baselines.leases import LeaseBoundary
+from schedopt.core.events import LeaseBoundary
 from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseSettings, admit_arrivals,
                                                 demote_hopeless, plan_boundary)
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar

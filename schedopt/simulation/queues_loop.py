@@ -35,7 +35,8 @@ from schedopt.backends.session import Solver
 from schedopt.core.decisions import DecisionKind, MachineQueues
 from schedopt.core.policy import Policy
 from schedopt.errors import SchedoptError
-from schedopt.policies.baselines.queues import MachineTrace, QueueDecision
+from schedopt.core.events import QueueDecision
+from schedopt.policies.baselines.queues import MachineTrace
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
 from schedopt.simulation.metrics import queue_summary
 

@@ -26,14 +26,13 @@ import numpy as np
 from schedopt.backends import Status
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, MachineQueues
+from schedopt.core.events import QueueDecision, event_of
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.errors import PolicyError
 from schedopt.policies.allox.matching import (DEFAULT_METHOD, METHODS, allox_assignment,
                                               allox_processing_times, fairness_filter,
                                               schedule_from_assignment, solver_of, validated)
-from schedopt.policies.baselines.events import event_of
-from schedopt.policies.baselines.queues import QueueDecision
 from schedopt.policies.machine_times import MachineTimes
 
 Method = Literal["auto", "scipy", "scipy-sparse", "ortools", "full"]

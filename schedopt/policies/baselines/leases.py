@@ -21,50 +21,11 @@ import numpy as np
 
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, LeasePlan
+from schedopt.core.events import LeaseBoundary, event_of, rule_outcome
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.baselines.events import (EventProblem, event_arrays, event_of, filled,
-                                                rule_outcome)
-from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseJobs, LeaseSettings,
-                                                fill_in_order)
-
-
-@dataclass(frozen=True)
-class LeaseBoundary:
-    """One lease boundary at `now` (s). ids, arrival (s), deadline (absolute s of the first SLO
-    deadline, inf for best effort): (n,) over the jobs waiting or running; jobs: their GPUs and
-    seconds of running left (`LeaseJobs`); capacity: GPUs in the pool of `gpu_type`;
-    lease_seconds: the lease length (s)."""
-
-    ids: np.ndarray
-    arrival: np.ndarray
-    deadline: np.ndarray
-    jobs: LeaseJobs
-    capacity: int
-    gpu_type: str
-    now: float
-    lease_seconds: float
-
-    @classmethod
-    def from_instance(cls, instance, options: "LeaseOptions") -> "LeaseBoundary":
-        """Every job of `instance` waiting at `instance.now`, with all its work left."""
-        data = LeaseInstance.from_instance(instance, options.gpu_type, options.round_up)
-        everyone = np.arange(data.num_jobs)
-        return cls(data.ids, data.arrival, data.first_deadline(),
-                   data.lease_jobs(everyone, data.run_s), int(data.capacity), data.gpu_type,
-                   float(instance.now), float(options.lease_seconds))
-
-    def problem(self) -> EventProblem:
-        """This boundary as the problem a LEASES policy solves: the pool is the one GPU type,
-        throughput 1 (a second of running per second held), remaining_steps the seconds of
-        running left."""
-        jobs = self.jobs
-        return event_arrays(self, self.ids, (self.gpu_type,), filled(jobs.num_jobs, "one")[:, None],
-                            jobs.gpus, np.array([float(self.capacity)]),
-                            jobs.remaining_s, self.now - self.arrival,
-                            np.where(np.isfinite(self.deadline), self.deadline - self.now,
-                                     np.nan))
+from schedopt.policies.chronus.boundary import LeaseInstance, LeaseSettings, fill_in_order
 
 
 @dataclass(frozen=True)
@@ -79,6 +40,16 @@ class LeaseOptions:
 
     def __post_init__(self):
         LeaseSettings(self.lease_seconds, self.resume_overhead_s)  # PolicyError when invalid
+
+
+def boundary_of(instance, options: LeaseOptions) -> LeaseBoundary:
+    """Every job of `instance` waiting at `instance.now`, with all its work left, on the pool
+    of `options`."""
+    data = LeaseInstance.from_instance(instance, options.gpu_type, options.round_up)
+    everyone = np.arange(data.num_jobs)
+    return LeaseBoundary(data.ids, data.arrival, data.first_deadline(),
+                         data.lease_jobs(everyone, data.run_s), int(data.capacity), data.gpu_type,
+                         float(instance.now), float(options.lease_seconds))
 
 
 def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: np.ndarray,
@@ -117,7 +88,7 @@ class _PriorityFill(Policy):
         clock = time.perf_counter()
         boundary = event_of(problem, LeaseBoundary)
         if boundary is None:
-            boundary = LeaseBoundary.from_instance(problem.instance, options)
+            boundary = boundary_of(problem.instance, options)
         n = boundary.jobs.num_jobs
         order = np.lexsort(self.keys(boundary))  # stable: ties in index order
         running = np.zeros(n, dtype=bool)
@@ -146,4 +117,4 @@ class Srtf(_PriorityFill):
         return boundary.arrival, boundary.jobs.remaining_s
 
 
-__all__ = ["Edf", "LeaseBoundary", "LeaseOptions", "Srtf", "lease_outcome"]
+__all__ = ["Edf", "LeaseOptions", "Srtf", "boundary_of", "lease_outcome"]

@@ -35,14 +35,13 @@ import numpy as np
 
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, MachineQueues
+from schedopt.core.events import QueueDecision, event_of, rule_outcome
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.policies.allox.matching import allox_processing_times
-from schedopt.policies.baselines.events import (EventProblem, event_arrays, event_of, filled,
-                                                rule_outcome)
 
 FASTEST_TOLERANCE = 1e-9  # relative: processing times this close count as equally fast
 
@@ -109,49 +108,13 @@ class MachineTrace:
                                 f"throughput and no performance.cpu_time)")
 
 
-@dataclass(frozen=True)
-class QueueDecision:
-    """One decision at `now` (s) over the whole `trace` (arrays the simulator owns: read them,
-    do not change them): queued (n,) bool, the jobs waiting;
-    free (K,) bool, the machines idle now; busy_until (K,) s, when each machine's job ends
-    (<= now when free); running (K,) the job on each machine (-1: none); start, completion
-    (n,) s of the jobs started so far (nan: not started)."""
-
-    trace: MachineTrace
-    now: float
-    queued: np.ndarray
-    free: np.ndarray
-    busy_until: np.ndarray
-    running: np.ndarray
-    start: np.ndarray
-    completion: np.ndarray
-
-    @classmethod
-    def from_instance(cls, instance: Instance) -> "QueueDecision":
-        """Every job of `instance` waiting at `instance.now`, every machine free."""
-        trace = MachineTrace.from_instance(instance)
-        n, K = trace.processing.shape
-        return cls(trace, float(instance.now), np.ones(n, dtype=bool), np.ones(K, dtype=bool),
-                   np.full(K, float(instance.now)), np.full(K, -1), np.full(n, np.nan),
-                   np.full(n, np.nan))
-
-    @cached_property
-    def served(self) -> np.ndarray:
-        """(U,) machine-seconds each user's jobs received up to now (running jobs: the part
-        they have run)."""
-        started = np.flatnonzero(~np.isnan(self.start))
-        elapsed = np.minimum(self.completion[started], self.now) - self.start[started]
-        return np.bincount(self.trace.user[started], weights=elapsed,
-                           minlength=len(self.trace.users))
-
-    def problem(self) -> EventProblem:
-        """This decision as the problem a QUEUES policy solves (the waiting jobs; throughput
-        and capacity are not what these policies read: machines are in `event`)."""
-        waiting = np.flatnonzero(self.queued)
-        unknown = filled(waiting.size, "nan")
-        return event_arrays(self, self.trace.id_array[waiting], (), np.empty((waiting.size, 0)),
-                            filled(waiting.size, "one"), filled(0, "zero"), unknown,
-                            self.now - self.trace.arrival[waiting], unknown)
+def decision_of(instance: Instance) -> QueueDecision:
+    """Every job of `instance` waiting at `instance.now`, every machine free."""
+    trace = MachineTrace.from_instance(instance)
+    n, K = trace.processing.shape
+    return QueueDecision(trace, float(instance.now), np.ones(n, dtype=bool),
+                         np.ones(K, dtype=bool), np.full(K, float(instance.now)),
+                         np.full(K, -1), np.full(n, np.nan), np.full(n, np.nan))
 
 
 def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], seconds: float,
@@ -203,7 +166,7 @@ class _QueuePolicy(Policy):
         decision = event_of(problem, QueueDecision)
         standalone = decision is None
         if standalone:
-            decision = QueueDecision.from_instance(problem.instance)
+            decision = decision_of(problem.instance)
         starts = self.starts(decision)
         return queue_outcome(decision, starts, time.perf_counter() - clock, self.name,
                              listed=standalone)
@@ -277,4 +240,4 @@ class Drf(_QueuePolicy):
         return starts
 
 
-__all__ = ["Drf", "FifoQueue", "MachineTrace", "QueueDecision", "Sjf", "queue_outcome"]
+__all__ = ["Drf", "FifoQueue", "MachineTrace", "Sjf", "decision_of", "queue_outcome"]

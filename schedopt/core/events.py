@@ -1,0 +1,177 @@
+"""The problem an event-driven policy sees at one decision point of a simulation.
+
+A lease policy (decision LEASES) decides at each lease boundary; a queue policy (decision
+QUEUES) each time a machine is free and a job waits. The simulator hands such a policy an
+`EventProblem`: the usual `ThroughputProblem` arrays over the jobs that wait, plus `event`, the
+state of that decision point (a `LeaseBoundary` or a `QueueDecision`). `schedopt solve` hands
+it a plain `ThroughputProblem` with the instance: the policy then reads the instance as one
+decision point at `instance.now`, every job waiting and every machine free.
+
+A simulation takes thousands of decisions and most event policies read only the event, so the
+problem's arrays are built from it on first read (`EventProblem.of`), and the event's arrays are
+the simulator's own (read them during `solve`, do not change or keep them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from schedopt.core.outcome import Outcome, Status, split_status
+from schedopt.core.problem import ThroughputProblem
+
+if TYPE_CHECKING:
+    from schedopt.policies.baselines.queues import MachineTrace
+    from schedopt.policies.chronus.boundary import LeaseJobs
+
+# the ThroughputProblem fields without a default: what an event builds (`arrays`)
+_ARRAYS = frozenset(f.name for f in dataclasses.fields(ThroughputProblem)
+                    if f.default is dataclasses.MISSING)
+
+
+@dataclass(frozen=True, eq=False)
+class EventProblem(ThroughputProblem):
+    """A ThroughputProblem carrying the state of one decision point in `event`."""
+
+    event: Any = None
+
+    @classmethod
+    def of(cls, event: "LeaseBoundary | QueueDecision") -> "EventProblem":
+        """The problem of `event`, its arrays built by `event.arrays()` when first read."""
+        problem = object.__new__(cls)
+        object.__setattr__(problem, "event", event)
+        return problem
+
+    def __getattr__(self, name: str) -> Any:
+        # called only for attributes not set: the arrays of a problem made by `of`
+        event = self.__dict__.get("event")
+        if name not in _ARRAYS or event is None:
+            raise AttributeError(name)
+        self.__dict__.update(event.arrays())
+        return self.__dict__[name]
+
+
+def event_arrays(job_ids: np.ndarray, gpu_types: tuple[str, ...], throughput: np.ndarray,
+                 scale_factor: np.ndarray, capacity: np.ndarray, remaining_steps: np.ndarray,
+                 time_since_arrival: np.ndarray, time_to_deadline: np.ndarray) -> dict:
+    """The ThroughputProblem arrays of a decision point, from arrays the simulator has already
+    checked (no copies, no validation; job_ids stays the simulator's (M,) object array);
+    weight 1, cost and isolated time unknown."""
+    M, J = throughput.shape
+    return {"job_ids": job_ids, "gpu_types": gpu_types, "throughput": throughput,
+            "scale_factor": scale_factor, "weight": filled(M, "one"), "capacity": capacity,
+            "cost_per_hour": filled(J, "nan"), "remaining_steps": remaining_steps,
+            "time_since_arrival": time_since_arrival, "isolated_time": filled(M, "zero"),
+            "time_to_deadline": time_to_deadline}
+
+
+_VALUES = {"one": 1.0, "zero": 0.0, "nan": np.nan}
+_FILLED: dict[str, np.ndarray] = {}
+
+
+def filled(size: int, name: str) -> np.ndarray:
+    """A read-only (size,) array of ones, zeros or nans (`name`): a view of one buffer shared
+    by every event problem, so that a decision point allocates nothing for constants."""
+    buffer = _FILLED.get(name)
+    if buffer is None or buffer.size < size:
+        buffer = np.full(max(size, 1024, 0 if buffer is None else 2 * buffer.size),
+                         _VALUES[name])
+        buffer.flags.writeable = False
+        _FILLED[name] = buffer
+    return buffer[:size]
+
+
+def event_of(problem: ThroughputProblem, kind: type) -> Any:
+    """The problem's event state when it is a `kind`, else None."""
+    event = getattr(problem, "event", None)
+    return event if isinstance(event, kind) else None
+
+
+@dataclass(frozen=True)
+class LeaseBoundary:
+    """One lease boundary at `now` (s). ids, arrival (s), deadline (absolute s of the first SLO
+    deadline, inf for best effort): (n,) over the jobs waiting or running; jobs: their GPUs and
+    seconds of running left (`schedopt.policies.chronus.boundary.LeaseJobs`); capacity: GPUs
+    in the pool of `gpu_type`; lease_seconds: the lease length (s)."""
+
+    ids: np.ndarray
+    arrival: np.ndarray
+    deadline: np.ndarray
+    jobs: "LeaseJobs"
+    capacity: int
+    gpu_type: str
+    now: float
+    lease_seconds: float
+
+    def problem(self) -> EventProblem:
+        """This boundary as the problem a LEASES policy solves (`arrays`)."""
+        return EventProblem.of(self)
+
+    def arrays(self) -> dict:
+        """The problem's arrays: the pool is the one GPU type, throughput 1 (a second of
+        running per second held), remaining_steps the seconds of running left."""
+        jobs = self.jobs
+        return event_arrays(self.ids, (self.gpu_type,), filled(jobs.num_jobs, "one")[:, None],
+                            jobs.gpus, np.array([float(self.capacity)]), jobs.remaining_s,
+                            self.now - self.arrival,
+                            np.where(np.isfinite(self.deadline), self.deadline - self.now,
+                                     np.nan))
+
+
+@dataclass(frozen=True)
+class QueueDecision:
+    """One decision at `now` (s) over the whole `trace` (`schedopt.policies.baselines.queues.
+    MachineTrace`: n jobs, K machines; arrays the simulator owns: read them, do not change
+    them): queued (n,) bool, the jobs waiting; free (K,) bool, the machines idle now;
+    busy_until (K,) s, when each machine's job ends (<= now when free); running (K,) the job
+    on each machine (-1: none); start, completion (n,) s of the jobs started so far (nan: not
+    started)."""
+
+    trace: "MachineTrace"
+    now: float
+    queued: np.ndarray
+    free: np.ndarray
+    busy_until: np.ndarray
+    running: np.ndarray
+    start: np.ndarray
+    completion: np.ndarray
+
+    @cached_property
+    def served(self) -> np.ndarray:
+        """(U,) machine-seconds each user's jobs received up to now (running jobs: the part
+        they have run)."""
+        started = np.flatnonzero(~np.isnan(self.start))
+        elapsed = np.minimum(self.completion[started], self.now) - self.start[started]
+        return np.bincount(self.trace.user[started], weights=elapsed,
+                           minlength=len(self.trace.users))
+
+    def problem(self) -> EventProblem:
+        """This decision as the problem a QUEUES policy solves (`arrays`)."""
+        return EventProblem.of(self)
+
+    def arrays(self) -> dict:
+        """The problem's arrays over the waiting jobs (throughput and capacity are not what
+        these policies read: machines are in the event)."""
+        waiting = np.flatnonzero(self.queued)
+        unknown = filled(waiting.size, "nan")
+        return event_arrays(self.trace.id_array[waiting], (), np.empty((waiting.size, 0)),
+                            filled(waiting.size, "one"), filled(0, "zero"), unknown,
+                            self.now - self.trace.arrival[waiting], unknown)
+
+
+_RULE = split_status(Status.FEASIBLE)  # what a priority rule reports: a decision, no optimum
+
+
+def rule_outcome(allocation: np.ndarray | None, decision: Any, details: dict, seconds: float,
+                 algorithm: str) -> Outcome:
+    """The Outcome of a priority rule at one decision point (status feasible, no objective;
+    seconds: wall seconds of the decision)."""
+    return Outcome(allocation, *_RULE, None, None, seconds, algorithm, details, decision)
+
+
+__all__ = ["EventProblem", "LeaseBoundary", "QueueDecision", "event_arrays", "event_of",
+           "filled", "rule_outcome"]

@@ -270,12 +270,13 @@ def test_reading_capabilities_imports_no_solver_package():
     assert json.loads(out) == []
 
 
-def test_only_solve_lp_and_solver_record_feed_the_global_recorder():
+def test_there_is_no_global_recorder_the_solver_session_keeps_the_programs():
     import schedopt
     import schedopt.backends
 
     root = Path(schedopt.__file__).parent
     feeders = sorted(path.relative_to(root).as_posix() for path in root.rglob("*.py")
                      if "_feed_recorders(" in path.read_text(encoding="utf-8"))
-    assert feeders == ["backends/__init__.py", "backends/session.py"]
+    assert feeders == []
     assert not hasattr(schedopt.backends, "record")
+    assert not hasattr(schedopt.backends, "recording")

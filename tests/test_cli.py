@@ -171,3 +171,24 @@ def test_a_deprecated_solver_name_is_one_warning_line_and_the_same_answer():
                                        "policy option method=decomposition (-o method=decomposition)"]
     assert new.stderr == ""
     assert json.loads(old.stdout)["objective"] == json.loads(new.stdout)["objective"]
+
+
+def test_export_mps_of_chronus_writes_the_lease_milp_of_the_boundary(tmp_path):
+    import highspy
+
+    out, mps = tmp_path / "r.json", tmp_path / "m.mps"
+    result = run("solve", str(ROOT / "instances" / "chronus-leases.json"), "-p", "chronus",
+                 "--output", str(out), "--export-mps", str(mps))
+    assert result.exit_code == 0
+    doc = json.loads(out.read_text())
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(mps))
+    lp = h.getLp()
+    assert lp.num_col_ > 0
+    assert all(kind == highspy.HighsVarType.kInteger for kind in lp.integrality_)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    # The policy's objective is the lease MILP's optimum (status optimal: proven).
+    assert doc["status"] == "optimal"
+    assert h.getInfo().objective_function_value == pytest.approx(doc["objective"], abs=1e-6)

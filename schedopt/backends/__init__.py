@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from contextlib import contextmanager
-from typing import Iterator, Protocol
+from typing import Protocol
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
                                     Status, Termination)
@@ -24,7 +23,7 @@ from schedopt.errors import SolveError
 
 __all__ = ["Backend", "Capability", "LinearProgram", "SolutionStatus", "SolveOptions",
            "SolveResult", "Status", "Termination", "BACKEND_NAMES", "backends_with",
-           "get_backend", "solve_lp", "recording"]
+           "get_backend", "solve_lp"]
 
 
 class Backend(Protocol):
@@ -76,29 +75,8 @@ def backends_with(needed: Capability) -> list[str]:
     return names
 
 
-_recorders: list[list[LinearProgram]] = []
-
-
-@contextmanager
-def recording() -> Iterator[list[LinearProgram]]:
-    """Collect every LinearProgram passed to `solve_lp` inside the block (for MPS export)."""
-    programs: list[LinearProgram] = []
-    _recorders.append(programs)
-    try:
-        yield programs
-    finally:
-        _recorders.remove(programs)
-
-
-def _feed_recorders(lp: LinearProgram) -> None:
-    """Hand `lp` to every open `recording()` block: from `solve_lp`, and from `Solver.record`
-    for policies that still receive a solver name and build their own Solver inside."""
-    for programs in _recorders:
-        programs.append(lp)
-
-
 def solve_lp(lp: LinearProgram, solver: str = "highs",
              options: SolveOptions | None = None) -> SolveResult:
-    """Solve `lp` with the backend named `solver`."""
-    _feed_recorders(lp)
+    """Solve `lp` with the backend named `solver` (a one-off solve; policies solve through the
+    `session.Solver` they receive, which keeps the last program for MPS export)."""
     return get_backend(solver).solve(lp, options or SolveOptions())

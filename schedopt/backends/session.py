@@ -70,12 +70,9 @@ class Solver:
 
     def record(self, lp: LinearProgram) -> None:
         """Keep `lp` as the last program (and in `programs` when keep_programs is True)."""
-        from schedopt.backends import _feed_recorders
-
         self._last[0] = lp
         if self.keep_programs:
             self.programs.append(lp)
-        _feed_recorders(lp)  # transitional, while the CLI still reads `recording()`
 
     @property
     def last_program(self) -> LinearProgram | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from schedopt.api import solve as solve_instance
-from schedopt.backends import BACKEND_NAMES, recording
+from schedopt.backends import BACKEND_NAMES
 from schedopt.cli import render
 from schedopt.cli.allox import allox_command
 from schedopt.cli.compare import compare_command, sweep_command
@@ -106,10 +106,9 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
         "partition_seed": partition_seed, "exact_gap": exact_gap}
     session = Solver(solver or chosen.default_solver,
                      SolveOptions(time_limit=time_limit, threads=threads, verbose=verbose))
-    with recording() as programs:
-        result = solve_instance(instance, chosen, session, **pop, **{**fixed, **options})
+    result = solve_instance(instance, chosen, session, **pop, **{**fixed, **options})
     if export_mps is not None:
-        program = session.last_program or (programs[-1] if programs else None)
+        program = session.last_program
         if program is None:
             fail(f"policy {chosen.name} solves no LP, so there is nothing to export")
         from schedopt.backends.mps import write_mps

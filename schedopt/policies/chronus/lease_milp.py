@@ -349,7 +349,9 @@ def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SO
                         threads: int | None = None) -> ChronusPlan:
     """Solve one lease boundary by the stages of the module docstring. solver: the Solver
     session of the MILP stages (a backend name builds one); the LP stage runs on HiGHS through
-    the same session (`with_backend`), so its program record holds every stage. time_limit:
+    the same session (`with_backend`), so its program record holds every stage, and it ends
+    with the lease MILP (`Solver.last_program`, what MPS export writes) even when stage 4 did
+    not run. time_limit:
     seconds for all stages together (None: no limit); mip_gap: relative gap to the bound at
     which the MILP stages stop; threads: solver threads. `details` holds incumbent_from,
     lp_bound, solver_bound and stage_end (seconds from the start at which each stage that ran
@@ -395,6 +397,8 @@ def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SO
         full = stage(left(STOP_SECONDS), hint).solve(milp)
         best.offer_result("solver", full)
         stage_end["solver"] = time.perf_counter() - start
+    if full is None:  # the program of this solve, for MPS export, is the MILP all the same
+        session.record(milp)
     solver_bound = None if full is None else full.bound
     bounds = [b for b in (lp_bound, solver_bound) if b is not None]
     bound = min(bounds) if bounds else None

@@ -1,63 +1,14 @@
-"""What the throughput-matrix LPs share: solving one for its allocation, effective throughput,
-handing out idle GPUs, and the sparse base-constraint blocks of LPs not yet stated with
-`schedopt.modeling` (the packed policy's master LP).
-
-Columns 0..M*J-1 hold X row-major (column m*J + j is X[m,j]); auxiliary columns follow.
-"""
+"""What the throughput-matrix LPs share: solving one for its allocation (the LPs themselves are
+stated with `schedopt.modeling` in `models.py`), effective throughput, handing out idle GPUs."""
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends.session import Solver
 from schedopt.modeling import Model, Variable
 from schedopt.modeling.model import Solution
 from schedopt.core.problem import ThroughputProblem
-
-
-def per_job_rows(coeffs: np.ndarray, extra_cols: int = 0) -> sp.csr_matrix:
-    """(M, M*J + extra_cols) matrix whose row m is sum_j coeffs[m, j] X[m, j]."""
-    M, J = coeffs.shape
-    indptr = np.arange(0, M * J + 1, J)
-    return sp.csr_matrix((coeffs.ravel(), np.arange(M * J), indptr), shape=(M, M * J + extra_cols))
-
-
-def per_type_rows(coeffs: np.ndarray, extra_cols: int = 0) -> sp.csr_matrix:
-    """(J, M*J + extra_cols) matrix whose row j is sum_m coeffs[m, j] X[m, j]."""
-    M, J = coeffs.shape
-    rows = np.tile(np.arange(J), M)
-    return sp.csr_matrix((coeffs.ravel(), (rows, np.arange(M * J))), shape=(J, M * J + extra_cols))
-
-
-def column(values: np.ndarray, col: int, num_cols: int) -> sp.csr_matrix:
-    """(len(values), num_cols) matrix with `values` in column `col` and zeros elsewhere."""
-    n = values.shape[0]
-    return sp.csr_matrix((values, (np.arange(n), np.full(n, col))), shape=(n, num_cols))
-
-
-def base_rows(problem: ThroughputProblem, extra_cols: int = 0, job_scale: np.ndarray | None = None):
-    """Gavel's base constraints as (A, lower, upper), rows scaled to O(1) coefficients.
-
-    Per job: sum_j X[m,j] <= 1.  Per type: sum_m (s_m / c_j) X[m,j] <= 1 (capacity / c_j).
-    With `job_scale` the columns hold Y = X / job_scale[m] (see `solve_allocation`).
-    """
-    M, J = problem.num_jobs, problem.num_types
-    scale = np.ones(M) if job_scale is None else job_scale
-    time_rows = per_job_rows(np.repeat(scale[:, None], J, axis=1), extra_cols)
-    share = (problem.scale_factor * scale)[:, None] / np.maximum(problem.capacity, 1e-300)[None, :]
-    capacity_rows = per_type_rows(share, extra_cols)
-    A = sp.vstack([time_rows, capacity_rows], format="csr")
-    return A, np.full(M + J, -np.inf), np.ones(M + J)
-
-
-def allocation_bounds(problem: ThroughputProblem) -> tuple[np.ndarray, np.ndarray]:
-    """Column bounds of X: X[m,j] >= 0, and X[m,j] = 0 where job m cannot run on type j.
-
-    X[m,j] <= 1 is implied by sum_j X[m,j] <= 1, so it is not stated (fewer rows for IPMs).
-    """
-    upper = np.where(problem.runnable, np.inf, 0.0).ravel()
-    return np.zeros_like(upper), upper
 
 
 def solve_allocation(problem: ThroughputProblem, model: Model, X: Variable, solver: Solver,

@@ -39,7 +39,9 @@ Methods: `columns` (column generation, `columns.py`, the default, on a backend t
 columns to a loaded LP; started from the pairs of the LP over classes of interchangeable jobs,
 `seed.py`) and `dense` (every candidate pair column in one LP, any LP backend; with
 prune=False every pair at all).
-docs/space-sharing.md has the proofs and the measurements.
+The LP is stated with `schedopt.modeling` (`space_sharing_model`); column generation adds pair
+columns to the loaded master as sparse column blocks (`pair_columns`) built from the same pair
+terms (`pair_terms`). docs/space-sharing.md has the proofs and the measurements.
 """
 
 from __future__ import annotations
@@ -56,10 +58,9 @@ from schedopt.backends.session import Solver
 from schedopt.core.capabilities import Capability
 from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome
-from schedopt.policies.gavel.blocks import (allocation_bounds, base_rows, column,
-                                          per_job_rows)
 from schedopt.core.problem import ThroughputProblem
 from schedopt.instance.model import Instance
+from schedopt.modeling import Expr, Model, Variable
 
 GAP_TOLERANCE = 1e-6  # relative gap (bound - objective) / bound for status optimal
 
@@ -177,44 +178,68 @@ def scaling(problem: ThroughputProblem) -> tuple[np.ndarray, np.ndarray]:
     return Tmax, k
 
 
-def master_lp(problem: ThroughputProblem) -> LinearProgram:
-    """The LP over [X (M*J), t] with every solo column and no pair column."""
+def by_group(expr: Expr, groups: np.ndarray, size: int) -> Expr:
+    """(size,) expression whose entry g is the sum of the entries i of the 1-d `expr` with
+    groups[i] == g (a scatter-add: sum_{p ∋ m} P[p] is by_group(P, pm, M) + by_group(P, pq, M)).
+    Terms are kept sorted by entry, so the compiled rows need no sort."""
+    rows = groups[expr.rows]
+    order = np.argsort(rows, kind="stable")
+    const = np.bincount(groups, expr.const.ravel(), size)
+    return Expr(rows[order], expr.cols[order], expr.coefs[order], const, (size,))
+
+
+def pair_terms(problem: ThroughputProblem, cand: Candidates, P: Expr, pj, pm, pq):
+    """What the pair columns P[p], p = (pj, pm, pq), add to the master's rows: (time (M,),
+    GPUs (J,), fairness (M,)) expressions (module docstring)."""
+    M, J = problem.num_jobs, problem.num_types
+    Tmax, _ = scaling(problem)
+    time_rows = by_group(P, pm, M) + by_group(P, pq, M)
+    gpu_rows = by_group((problem.scale_factor[pm] / problem.capacity[pj]) * P, pj, J)
+    fair_rows = (by_group((cand.Q[pj, pm, pq] / Tmax[pm]) * P, pm, M)
+                 + by_group((cand.Q[pj, pq, pm] / Tmax[pq]) * P, pq, M))
+    return time_rows, gpu_rows, fair_rows
+
+
+def space_sharing_model(problem: ThroughputProblem, cand: Candidates | None = None,
+                        pairs: tuple | None = None) -> tuple[Model, Variable, Variable]:
+    """The LP of the module docstring as a Model over [X (M, J), t, P (pairs)]: every solo
+    column and the pair columns `pairs` = (j, m, m') of `cand` (none when None). Rows in order:
+    time (M), GPUs (J), fairness (M), the order `columns.py` reads the duals in."""
     M, J = problem.num_jobs, problem.num_types
     Tmax, k = scaling(problem)
-    base, base_lo, base_hi = base_rows(problem, extra_cols=1)
-    fair = per_job_rows(problem.throughput * problem.runnable / Tmax[:, None], 1) \
-        - column(k, M * J, M * J + 1)
-    col_lo, col_hi = allocation_bounds(problem)
-    return LinearProgram(
-        c=np.concatenate([np.zeros(M * J), [1.0]]), A=sp.vstack([base, fair], format="csr"),
-        row_lower=np.concatenate([base_lo, np.zeros(M)]),
-        row_upper=np.concatenate([base_hi, np.full(M, np.inf)]),
-        col_lower=np.concatenate([col_lo, [0.0]]), col_upper=np.concatenate([col_hi, [np.inf]]),
-        maximize=True)
+    model = Model()
+    X = model.variable("X", (M, J), upper=np.where(problem.runnable, np.inf, 0.0))
+    t = model.variable("t")
+    share = problem.scale_factor[:, None] / np.maximum(problem.capacity, 1e-300)[None, :]
+    solo = problem.throughput * problem.runnable / Tmax[:, None]
+    time_rows, gpu_rows = X.sum(axis=1), (share * X).sum(axis=0)
+    fair_rows = (solo * X).sum(axis=1) - k * t
+    if pairs is not None:
+        P = model.variable("P", pairs[0].size)
+        pair_time, pair_gpus, pair_fair = pair_terms(problem, cand, P, *pairs)
+        time_rows, gpu_rows, fair_rows = (time_rows + pair_time, gpu_rows + pair_gpus,
+                                          fair_rows + pair_fair)
+    model.add("time", time_rows <= 1.0)
+    model.add("gpus", gpu_rows <= 1.0)
+    model.add("fairness", fair_rows >= 0.0)
+    model.maximize(t)
+    return model, X, t
+
+
+def master_lp(problem: ThroughputProblem) -> LinearProgram:
+    """The LP over [X (M*J), t] with every solo column and no pair column."""
+    return space_sharing_model(problem)[0].compile()
 
 
 def pair_columns(problem: ThroughputProblem, cand: Candidates, pj, pm, pq) -> sp.csc_matrix:
-    """(2M + J, n) coefficients of the pair columns (pj, pm, pq) in the rows of `master_lp`."""
-    M, J = problem.num_jobs, problem.num_types
-    Tmax, _ = scaling(problem)
-    n = pj.shape[0]
-    rows = np.stack([pm, pq, M + pj, M + J + pm, M + J + pq], axis=1)
-    values = np.stack([np.ones(n), np.ones(n), problem.scale_factor[pm] / problem.capacity[pj],
-                       cand.Q[pj, pm, pq] / Tmax[pm], cand.Q[pj, pq, pm] / Tmax[pq]], axis=1)
-    A = sp.csc_matrix((values.ravel(), (rows.ravel(), np.repeat(np.arange(n), 5))),
-                      shape=(2 * M + J, n))
+    """(2M + J, n) coefficients of the pair columns (pj, pm, pq) in the rows of `master_lp`
+    (`pair_terms` on a block of n columns of their own), for `IncrementalProgram.add_columns`."""
+    P = Model().variable("P", pj.shape[0])
+    A = sp.vstack([rows.matrix(P.size) for rows in pair_terms(problem, cand, P, pj, pm, pq)],
+                  format="csc")
+    A.sum_duplicates()
     A.eliminate_zeros()
-    A.sort_indices()
     return A
-
-
-def with_pairs(master: LinearProgram, pairs: sp.csc_matrix) -> LinearProgram:
-    """`master` with the pair columns `pairs` (from `pair_columns`) appended."""
-    n = pairs.shape[1]
-    return LinearProgram(np.concatenate([master.c, np.zeros(n)]),
-                         sp.hstack([master.A.tocsc(), pairs], format="csr"), master.row_lower,
-                         master.row_upper, np.concatenate([master.col_lower, np.zeros(n)]),
-                         np.concatenate([master.col_upper, np.full(n, np.inf)]), maximize=True)
 
 
 def finish(problem: ThroughputProblem, cand: Candidates, x: np.ndarray, pj, pm, pq,
@@ -253,7 +278,7 @@ def dense(problem: ThroughputProblem, cand: Candidates, solver: Solver) -> Outco
     start = time.perf_counter()
     pj, pm, pq = cand.upper_pairs()
     n = pj.shape[0]
-    result = solver.solve(with_pairs(master_lp(problem), pair_columns(problem, cand, pj, pm, pq)))
+    result = solver.solve(space_sharing_model(problem, cand, (pj, pm, pq))[0].compile())
     details = {"method": "dense", "candidate_pairs": cand.pairs - cand.pruned,
                "pruned_pairs": cand.pruned, "columns_generated": n}
     if result.x is None:

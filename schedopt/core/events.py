@@ -9,7 +9,9 @@ decision point at `instance.now`, every job waiting and every machine free.
 
 A simulation takes thousands of decisions and most event policies read only the event, so the
 problem's arrays are built from it on first read (`EventProblem.of`), and the event's arrays are
-the simulator's own (read them during `solve`, do not change or keep them).
+the simulator's own (read them during `solve`, do not change or keep them). For the same reason
+a rule's decision may stay in the simulator's terms, indices into the event, its lists of job
+ids built when read: `LeaseMask` (a `LeasePlan`) and `QueueStarts` (a `MachineQueues`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from schedopt.core.decisions import LeasePlan, MachineQueues
 from schedopt.core.outcome import Outcome, Status, split_status
 from schedopt.core.problem import ThroughputProblem
 
@@ -33,26 +36,48 @@ _ARRAYS = frozenset(f.name for f in dataclasses.fields(ThroughputProblem)
                     if f.default is dataclasses.MISSING)
 
 
+class _BuiltOnRead:
+    """For a frozen dataclass made by `_made(cls, source=..., ...)`, which sets only some
+    attributes: the fields in `_ON_READ` are built together by `_build()` ({field: value})
+    the first time one of them is read, from the attribute named by `_SOURCE`."""
+
+    _ON_READ: frozenset[str] = frozenset()
+    _SOURCE = ""
+
+    def _build(self) -> dict:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        # called only for attributes not set, i.e. the fields still to build
+        if name not in type(self)._ON_READ or self.__dict__.get(type(self)._SOURCE) is None:
+            raise AttributeError(name)
+        self.__dict__.update(self._build())
+        return self.__dict__[name]
+
+
+def _made(cls: type, **values: Any) -> Any:
+    """An instance of the frozen dataclass `cls` with only `values` set (`_BuiltOnRead`)."""
+    made = object.__new__(cls)
+    made.__dict__.update(values)
+    return made
+
+
 @dataclass(frozen=True, eq=False)
-class EventProblem(ThroughputProblem):
+class EventProblem(_BuiltOnRead, ThroughputProblem):
     """A ThroughputProblem carrying the state of one decision point in `event`."""
 
     event: Any = None
 
+    _ON_READ = _ARRAYS
+    _SOURCE = "event"
+
     @classmethod
     def of(cls, event: "LeaseBoundary | QueueDecision") -> "EventProblem":
         """The problem of `event`, its arrays built by `event.arrays()` when first read."""
-        problem = object.__new__(cls)
-        object.__setattr__(problem, "event", event)
-        return problem
+        return _made(cls, event=event)
 
-    def __getattr__(self, name: str) -> Any:
-        # called only for attributes not set: the arrays of a problem made by `of`
-        event = self.__dict__.get("event")
-        if name not in _ARRAYS or event is None:
-            raise AttributeError(name)
-        self.__dict__.update(event.arrays())
-        return self.__dict__[name]
+    def _build(self) -> dict:
+        return self.event.arrays()
 
 
 def event_arrays(job_ids: np.ndarray, gpu_types: tuple[str, ...], throughput: np.ndarray,
@@ -163,6 +188,59 @@ class QueueDecision:
                             self.now - self.trace.arrival[waiting], unknown)
 
 
+@dataclass(frozen=True, eq=False)
+class LeaseMask(_BuiltOnRead, LeasePlan):
+    """The LeasePlan of a rule at one lease boundary: `mask` (n,) bool over the `boundary`'s
+    jobs, those holding GPUs in the next lease; `leases` and `running` (job ids) are built from
+    it when read; nothing admitted or rejected."""
+
+    boundary: LeaseBoundary | None = None
+    mask: np.ndarray | None = None
+
+    _ON_READ = frozenset({"leases", "running"})
+    _SOURCE = "boundary"
+
+    @classmethod
+    def of(cls, boundary: LeaseBoundary, mask: np.ndarray) -> "LeaseMask":
+        return _made(cls, boundary=boundary, mask=mask, admitted=[], rejected=[],
+                     lease_seconds=boundary.lease_seconds, gpu_type=boundary.gpu_type)
+
+    def _build(self) -> dict:
+        ids = self.boundary.ids[self.mask].tolist()
+        return {"leases": dict.fromkeys(ids, [0]), "running": ids}
+
+
+@dataclass(frozen=True, eq=False)
+class QueueStarts(_BuiltOnRead, MachineQueues):
+    """The MachineQueues of a rule at one queue decision: `starts`, (job, machine) index pairs
+    into the `decision`'s trace, the jobs that start now (one at the head of each machine that
+    gets one); `queues`, `schedule` and `waiting` (job ids) are built from them when read."""
+
+    decision: QueueDecision | None = None
+    starts: tuple[tuple[int, int], ...] = ()
+
+    _ON_READ = frozenset({"queues", "schedule", "waiting"})
+    _SOURCE = "decision"
+
+    @classmethod
+    def of(cls, decision: QueueDecision, starts) -> "QueueStarts":
+        return _made(cls, decision=decision, starts=tuple(starts))
+
+    def _build(self) -> dict:
+        decision, starts = self.decision, self.starts
+        trace, now = decision.trace, decision.now
+        ms, ks = [m for m, _ in starts], [k for _, k in starts]
+        jobs, machines = [trace.ids[m] for m in ms], [trace.machines[k] for k in ks]
+        ends = (now + trace.processing[ms, ks]).tolist()
+        left = decision.queued.copy()
+        left[ms] = False
+        return {"queues": {machine: [job] for machine, job in zip(machines, jobs)},
+                "schedule": {job: {"machine": machine, "position": 0, "start": now,
+                                   "completion": end}
+                             for job, machine, end in zip(jobs, machines, ends)},
+                "waiting": trace.id_array[left].tolist()}
+
+
 _RULE = split_status(Status.FEASIBLE)  # what a priority rule reports: a decision, no optimum
 
 
@@ -173,5 +251,5 @@ def rule_outcome(allocation: np.ndarray | None, decision: Any, details: dict, se
     return Outcome(allocation, *_RULE, None, None, seconds, algorithm, details, decision)
 
 
-__all__ = ["EventProblem", "LeaseBoundary", "QueueDecision", "event_arrays", "event_of",
-           "filled", "rule_outcome"]
+__all__ = ["EventProblem", "LeaseBoundary", "LeaseMask", "QueueDecision", "QueueStarts",
+           "event_arrays", "event_of", "filled", "rule_outcome"]

@@ -36,7 +36,7 @@ from schedopt.core.decisions import DecisionKind, LeasePlan
 from schedopt.core.policy import Policy
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
-from schedopt.core.events import LeaseBoundary
+from schedopt.core.events import LeaseBoundary, LeaseMask
 from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseSettings, admit_arrivals,
                                                 demote_hopeless, plan_boundary)
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
@@ -134,7 +134,9 @@ def _contract_step(policy: Policy, options: Any, solver: Solver, boundary: Lease
         raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.LEASES.value}) "
                             f"returned {type(plan).__name__}, expected a LeasePlan")
     X = outcome.allocation
-    if X is not None and X.shape[0] == boundary.jobs.num_jobs:
+    if isinstance(plan, LeaseMask) and plan.boundary is boundary:
+        running = plan.mask
+    elif X is not None and X.shape[0] == boundary.jobs.num_jobs:
         running = X.any(axis=1)  # a LEASES allocation marks the jobs holding GPUs next lease
     else:
         running = np.isin(boundary.ids, np.asarray(plan.running, dtype=object))

@@ -35,7 +35,7 @@ from schedopt.backends.session import Solver
 from schedopt.core.decisions import DecisionKind, MachineQueues
 from schedopt.core.policy import Policy
 from schedopt.errors import SchedoptError
-from schedopt.core.events import QueueDecision
+from schedopt.core.events import QueueDecision, QueueStarts
 from schedopt.policies.baselines.queues import MachineTrace
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
 from schedopt.simulation.metrics import queue_summary
@@ -69,7 +69,8 @@ def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
             waiting = int(queued.sum())
             decision = QueueDecision(trace, t, queued, free, busy_until, running, start,
                                      completion)
-            starts, candidates, seconds = _contract_step(policy, options, solver, decision)
+            starts, candidates, seconds = _contract_step(policy, options, solver, decision,
+                                                         waiting)
             for m, k in starts:
                 queued[m] = False
                 start[m], machine[m] = t, k
@@ -100,30 +101,41 @@ def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
                             decisions=decided, options=options)
 
 
-def _contract_step(policy: Policy, options: Any, solver: Solver,
-                   decision: QueueDecision) -> Starts:
-    """The policy's decision through its contract: the head of each free machine's queue."""
+def _contract_step(policy: Policy, options: Any, solver: Solver, decision: QueueDecision,
+                   waiting: int) -> Starts:
+    """The policy's decision through its contract: the head of each free machine's queue
+    (`waiting`: how many jobs are queued)."""
     outcome = policy.solve(decision.problem(), options, solver)
     plan = outcome.decision
     if not isinstance(plan, MachineQueues):
         raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.QUEUES.value}) "
                             f"returned {type(plan).__name__}, expected a MachineQueues")
-    trace, free, queued = decision.trace, decision.free, decision.queued
+    trace, queued = decision.trace, decision.queued
     P = trace.processing
     starts, taken = [], set()
-    for name, queue in plan.queues.items():
-        k = trace.machine_index[name]
-        if not queue or not free[k]:
-            continue
-        m = trace.job_index[queue[0]]
+    for m, k in _heads(plan, decision):
         if not queued[m] or not math.isfinite(P[m, k]) or m in taken:
-            raise SchedoptError(f"policy {policy.name} started job {queue[0]} on {name}, where "
-                                f"it is not waiting or cannot run (or twice)")
+            raise SchedoptError(f"policy {policy.name} started job {trace.ids[m]} on "
+                                f"{trace.machines[k]}, where it is not waiting or cannot run "
+                                f"(or twice)")
         taken.add(m)
         starts.append((m, k))
     # solve seconds are kept for policies that solved an optimization (they report a bound)
     seconds = outcome.solve_seconds if outcome.bound is not None else float("nan")
-    return starts, int(outcome.details.get("candidates", decision.queued.sum())), seconds
+    return starts, int(outcome.details.get("candidates", waiting)), seconds
+
+
+def _heads(plan: MachineQueues, decision: QueueDecision) -> list[tuple[int, int]]:
+    """(job, machine) indices of the head of each free machine's queue in `plan`."""
+    free = decision.free
+    if isinstance(plan, QueueStarts) and plan.decision is decision:  # indices already
+        return [(m, k) for m, k in plan.starts if free[k]]
+    trace, heads = decision.trace, []
+    for name, queue in plan.queues.items():
+        k = trace.machine_index[name]
+        if queue and free[k]:
+            heads.append((trace.job_index[queue[0]], k))
+    return heads
 
 
 def _job_frame(trace: MachineTrace, start: np.ndarray, completion: np.ndarray,

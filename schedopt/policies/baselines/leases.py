@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from schedopt.core.capabilities import Capability
-from schedopt.core.decisions import DecisionKind, LeasePlan
-from schedopt.core.events import LeaseBoundary, event_of, rule_outcome
+from schedopt.core.decisions import DecisionKind
+from schedopt.core.events import LeaseBoundary, LeaseMask, event_of, rule_outcome
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
@@ -55,14 +55,17 @@ def boundary_of(instance, options: LeaseOptions) -> LeaseBoundary:
 def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: np.ndarray,
                   seconds: float, algorithm: str) -> Outcome:
     """The decision `running` ((n,) bool: holds GPUs in the next lease) as an Outcome: the
-    allocation marks those jobs on the pool's type; the decision is a LeasePlan."""
+    allocation marks those jobs on the pool's type; the decision is a LeasePlan (`LeaseMask`).
+    Inside a simulation (`problem` is the boundary's) the details are left empty: the engine
+    reads the decision, whose job ids are built only if read."""
+    plan = LeaseMask.of(boundary, running)
+    if event_of(problem, LeaseBoundary) is boundary:  # one GPU type: the pool
+        return rule_outcome(running[:, None].astype(float), plan, {}, seconds, algorithm)
     X = np.zeros((boundary.jobs.num_jobs, len(problem.gpu_types)))
     X[running, tuple(problem.gpu_types).index(boundary.gpu_type)] = 1.0
-    ids = boundary.ids[running].tolist()
-    plan = LeasePlan(dict.fromkeys(ids, [0]), ids, [], [], boundary.lease_seconds,
-                     boundary.gpu_type)
-    details = {"leases": plan.leases, "running": ids, "lease_seconds": boundary.lease_seconds,
-               "gpu_type": boundary.gpu_type, "gpus": boundary.capacity}
+    details = {"leases": plan.leases, "running": plan.running,
+               "lease_seconds": boundary.lease_seconds, "gpu_type": boundary.gpu_type,
+               "gpus": boundary.capacity}
     return rule_outcome(X, plan, details, seconds, algorithm)
 
 

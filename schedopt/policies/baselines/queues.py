@@ -34,8 +34,8 @@ from functools import cached_property
 import numpy as np
 
 from schedopt.core.capabilities import Capability
-from schedopt.core.decisions import DecisionKind, MachineQueues
-from schedopt.core.events import QueueDecision, event_of, rule_outcome
+from schedopt.core.decisions import DecisionKind
+from schedopt.core.events import QueueDecision, QueueStarts, event_of, rule_outcome
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
@@ -118,25 +118,15 @@ def decision_of(instance: Instance) -> QueueDecision:
 
 
 def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], seconds: float,
-                  algorithm: str, details: dict | None = None, listed: bool = True) -> Outcome:
+                  algorithm: str, details: dict | None = None, document: bool = True) -> Outcome:
     """The jobs `starts` [(job, machine)] (indices into the trace) started now, as an Outcome
-    whose decision is a MachineQueues (one job at the head of each machine that gets one).
-    listed=False keeps `waiting` an object array of ids (inside a simulation, where it would
-    otherwise be a new list of every waiting job at every decision)."""
-    trace, now = decision.trace, decision.now
-    ms, ks = [m for m, _ in starts], [k for _, k in starts]
-    jobs, machines = [trace.ids[m] for m in ms], [trace.machines[k] for k in ks]
-    ends = (now + trace.processing[ms, ks]).tolist()
-    queues = {machine: [job] for machine, job in zip(machines, jobs)}
-    schedule = {job: {"machine": machine, "position": 0, "start": now, "completion": end}
-                for job, machine, end in zip(jobs, machines, ends)}
-    left = decision.queued.copy()
-    left[ms] = False
-    waiting = trace.id_array[left]
-    if listed:
-        waiting = waiting.tolist()
-    plan = MachineQueues(queues, schedule, waiting)
-    out = {"queues": queues, "schedule": schedule, "waiting": waiting, **(details or {})}
+    whose decision is a MachineQueues (`QueueStarts`: one job at the head of each machine that
+    gets one). document=True puts queues, schedule and waiting (job ids) into the details, for
+    the result document; inside a simulation (False) they are built only if read."""
+    plan = QueueStarts.of(decision, starts)
+    out = dict(details or {})
+    if document:
+        out = {"queues": plan.queues, "schedule": plan.schedule, "waiting": plan.waiting, **out}
     return rule_outcome(None, plan, out, seconds, algorithm)
 
 
@@ -169,7 +159,7 @@ class _QueuePolicy(Policy):
             decision = decision_of(problem.instance)
         starts = self.starts(decision)
         return queue_outcome(decision, starts, time.perf_counter() - clock, self.name,
-                             listed=standalone)
+                             document=standalone)
 
 
 class Sjf(_QueuePolicy):

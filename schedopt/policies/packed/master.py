@@ -61,6 +61,7 @@ from schedopt.core.outcome import Outcome
 from schedopt.core.problem import ThroughputProblem
 from schedopt.instance.model import Instance
 from schedopt.modeling import Expr, Model, Variable
+from schedopt.policies.gavel.models import row_max
 
 GAP_TOLERANCE = 1e-6  # relative gap (bound - objective) / bound for status optimal
 
@@ -171,21 +172,21 @@ class Candidates:
 
 # ---------------------------------------------------------------- the LP's pieces
 
-def scaling(problem: ThroughputProblem) -> tuple[np.ndarray, np.ndarray]:
-    """(Tmax, k): each job's best solo steps/s and its t coefficient (see module docstring)."""
-    Tmax = (problem.throughput * problem.runnable).max(axis=1)
+def scaling(problem: ThroughputProblem,
+            solo: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(Tmax, k): each job's best solo steps/s and its t coefficient (see module docstring).
+    solo: T * runnable when the caller has it."""
+    Tmax = row_max(problem.throughput * problem.runnable if solo is None else solo)
     k = problem.weight * problem.equal_share_throughput / (problem.scale_factor * Tmax)
     return Tmax, k
 
 
 def by_group(expr: Expr, groups: np.ndarray, size: int) -> Expr:
-    """(size,) expression whose entry g is the sum of the entries i of the 1-d `expr` with
+    """(size,) expression whose entry g is the sum of the entries i of `expr` with
     groups[i] == g (a scatter-add: sum_{p ∋ m} P[p] is by_group(P, pm, M) + by_group(P, pq, M)).
-    Terms are kept sorted by entry, so the compiled rows need no sort."""
-    rows = groups[expr.rows]
-    order = np.argsort(rows, kind="stable")
-    const = np.bincount(groups, expr.const.ravel(), size)
-    return Expr(rows[order], expr.cols[order], expr.coefs[order], const, (size,))
+    expr: 1-d and without a constant term (a variable block, scaled entry by entry)."""
+    rows = groups if expr.diagonal else groups[expr.rows]
+    return Expr(rows, expr.cols, expr.coefs, 0.0, (size,))
 
 
 def pair_terms(problem: ThroughputProblem, cand: Candidates, P: Expr, pj, pm, pq):
@@ -206,12 +207,14 @@ def space_sharing_model(problem: ThroughputProblem, cand: Candidates | None = No
     column and the pair columns `pairs` = (j, m, m') of `cand` (none when None). Rows in order:
     time (M), GPUs (J), fairness (M), the order `columns.py` reads the duals in."""
     M, J = problem.num_jobs, problem.num_types
-    Tmax, k = scaling(problem)
+    runnable = problem.runnable
+    solo = problem.throughput * runnable
+    Tmax, k = scaling(problem, solo)
     model = Model()
-    X = model.variable("X", (M, J), upper=np.where(problem.runnable, np.inf, 0.0))
+    X = model.variable("X", (M, J), upper=np.where(runnable, np.inf, 0.0))
     t = model.variable("t")
     share = problem.scale_factor[:, None] / np.maximum(problem.capacity, 1e-300)[None, :]
-    solo = problem.throughput * problem.runnable / Tmax[:, None]
+    solo = solo / Tmax[:, None]  # not in place: with one GPU type Tmax is a view of solo
     time_rows, gpu_rows = X.sum(axis=1), (share * X).sum(axis=0)
     fair_rows = (solo * X).sum(axis=1) - k * t
     if pairs is not None:
@@ -234,11 +237,15 @@ def master_lp(problem: ThroughputProblem) -> LinearProgram:
 def pair_columns(problem: ThroughputProblem, cand: Candidates, pj, pm, pq) -> sp.csc_matrix:
     """(2M + J, n) coefficients of the pair columns (pj, pm, pq) in the rows of `master_lp`
     (`pair_terms` on a block of n columns of their own), for `IncrementalProgram.add_columns`."""
-    P = Model().variable("P", pj.shape[0])
-    A = sp.vstack([rows.matrix(P.size) for rows in pair_terms(problem, cand, P, pj, pm, pq)],
-                  format="csc")
-    A.sum_duplicates()
+    M, J, n = problem.num_jobs, problem.num_types, pj.shape[0]
+    P = Model().variable("P", n)
+    blocks = pair_terms(problem, cand, P, pj, pm, pq)
+    offset = np.cumsum([0] + [rows.size for rows in blocks[:-1]])
+    A = sp.csc_matrix((np.concatenate([rows.coefs for rows in blocks]),
+                       (np.concatenate([rows.rows + o for rows, o in zip(blocks, offset)]),
+                        np.concatenate([rows.cols for rows in blocks]))), shape=(2 * M + J, n))
     A.eliminate_zeros()
+    A.sort_indices()
     return A
 
 

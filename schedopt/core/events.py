@@ -37,7 +37,7 @@ _ARRAYS = frozenset(f.name for f in dataclasses.fields(ThroughputProblem)
 
 
 class _BuiltOnRead:
-    """For a frozen dataclass made by `_made(cls, source=..., ...)`, which sets only some
+    """For a frozen dataclass made by `_made(cls, {source: ..., ...})`, which sets only some
     attributes: the fields in `_ON_READ` are built together by `_build()` ({field: value})
     the first time one of them is read, from the attribute named by `_SOURCE`."""
 
@@ -55,8 +55,10 @@ class _BuiltOnRead:
         return self.__dict__[name]
 
 
-def _made(cls: type, **values: Any) -> Any:
-    """An instance of the frozen dataclass `cls` with only `values` set (`_BuiltOnRead`)."""
+def _made(cls: type, values: dict) -> Any:
+    """An instance of the frozen dataclass `cls` with the attributes `values` set, without its
+    `__init__` (a frozen dataclass sets each field through object.__setattr__, a few
+    microseconds at every decision point of a simulation)."""
     made = object.__new__(cls)
     made.__dict__.update(values)
     return made
@@ -74,7 +76,7 @@ class EventProblem(_BuiltOnRead, ThroughputProblem):
     @classmethod
     def of(cls, event: "LeaseBoundary | QueueDecision") -> "EventProblem":
         """The problem of `event`, its arrays built by `event.arrays()` when first read."""
-        return _made(cls, event=event)
+        return _made(cls, {"event": event})
 
     def _build(self) -> dict:
         return self.event.arrays()
@@ -116,7 +118,7 @@ def event_of(problem: ThroughputProblem, kind: type) -> Any:
     return event if isinstance(event, kind) else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class LeaseBoundary:
     """One lease boundary at `now` (s). ids, arrival (s), deadline (absolute s of the first SLO
     deadline, inf for best effort): (n,) over the jobs waiting or running; jobs: their GPUs and
@@ -131,6 +133,11 @@ class LeaseBoundary:
     gpu_type: str
     now: float
     lease_seconds: float
+
+    def __init__(self, ids, arrival, deadline, jobs, capacity, gpu_type, now, lease_seconds):
+        self.__dict__.update(ids=ids, arrival=arrival, deadline=deadline, jobs=jobs,
+                             capacity=capacity, gpu_type=gpu_type, now=now,
+                             lease_seconds=lease_seconds)  # see `_made`
 
     def problem(self) -> EventProblem:
         """This boundary as the problem a LEASES policy solves (`arrays`)."""
@@ -147,7 +154,7 @@ class LeaseBoundary:
                                      np.nan))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class QueueDecision:
     """One decision at `now` (s) over the whole `trace` (`schedopt.policies.baselines.queues.
     MachineTrace`: n jobs, K machines; arrays the simulator owns: read them, do not change
@@ -164,6 +171,11 @@ class QueueDecision:
     running: np.ndarray
     start: np.ndarray
     completion: np.ndarray
+
+    def __init__(self, trace, now, queued, free, busy_until, running, start, completion):
+        self.__dict__.update(trace=trace, now=now, queued=queued, free=free,
+                             busy_until=busy_until, running=running, start=start,
+                             completion=completion)  # see `_made`
 
     @cached_property
     def served(self) -> np.ndarray:
@@ -202,8 +214,9 @@ class LeaseMask(_BuiltOnRead, LeasePlan):
 
     @classmethod
     def of(cls, boundary: LeaseBoundary, mask: np.ndarray) -> "LeaseMask":
-        return _made(cls, boundary=boundary, mask=mask, admitted=[], rejected=[],
-                     lease_seconds=boundary.lease_seconds, gpu_type=boundary.gpu_type)
+        return _made(cls, {"boundary": boundary, "mask": mask, "admitted": [], "rejected": [],
+                           "lease_seconds": boundary.lease_seconds,
+                           "gpu_type": boundary.gpu_type})
 
     def _build(self) -> dict:
         ids = self.boundary.ids[self.mask].tolist()
@@ -224,7 +237,7 @@ class QueueStarts(_BuiltOnRead, MachineQueues):
 
     @classmethod
     def of(cls, decision: QueueDecision, starts) -> "QueueStarts":
-        return _made(cls, decision=decision, starts=tuple(starts))
+        return _made(cls, {"decision": decision, "starts": tuple(starts)})
 
     def _build(self) -> dict:
         decision, starts = self.decision, self.starts

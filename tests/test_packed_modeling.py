@@ -4,15 +4,19 @@ reference), and its optimum is the one scipy's linprog finds on the reference pr
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from schedopt.backends.base import LinearProgram
+from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.packed.master import (Candidates, master_lp, max_min_fairness_packed,
                                              pair_columns, scaling, space_sharing_model)
+from schedopt.policies.packed import seed as seed_module
 from test_packed import random_case, typed_case
 
 
@@ -70,6 +74,30 @@ def old_pair_columns(problem, cand, pj, pm, pq):
     A.eliminate_zeros()
     A.sort_indices()
     return A
+
+
+def old_class_lp(problem, cand, cls, size, rep, partner, pj, c1, c2) -> LinearProgram:
+    C, J, n, M = size.size, problem.num_types, pj.size, problem.num_jobs
+    mean = sp.csr_matrix((1.0 / size[cls], (cls, np.arange(M))), shape=(C, M))
+    Tmax, k = scaling(problem)
+    T = mean @ (problem.throughput * problem.runnable / Tmax[:, None])
+    k = mean @ k
+    share = problem.scale_factor[rep, None] / problem.capacity[None, :]
+    a, b = rep[c1], partner[c1, c2]
+    solo_c, solo_j = np.divmod(np.arange(C * J), J)
+    y_col = C * J + 1 + np.arange(n)
+    rows = np.concatenate([solo_c, C + solo_j, C + J + solo_c, C + J + np.arange(C),
+                           c1, c2, C + pj, C + J + c1, C + J + c2])
+    cols = np.concatenate([np.arange(C * J)] * 3 + [np.full(C, C * J)] + [y_col] * 5)
+    vals = np.concatenate([np.ones(C * J), (size[:, None] * share).ravel(), T.ravel(), -k,
+                           1.0 / size[c1], 1.0 / size[c2], share[c1, pj],
+                           cand.Q[pj, a, b] / Tmax[a] / size[c1], cand.Q[pj, b, a] / Tmax[b] / size[c2]])
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(2 * C + J, C * J + 1 + n))  # sums c1 == c2
+    upper = np.concatenate([np.where(T > 0, np.inf, 0.0).ravel(), [np.inf], np.full(n, np.inf)])
+    return LinearProgram(np.concatenate([np.zeros(C * J), [1.0], np.zeros(n)]), A,
+                         np.concatenate([np.full(C + J, -np.inf), np.zeros(C)]),
+                         np.concatenate([np.ones(C + J), np.full(C, np.inf)]),
+                         np.zeros(C * J + 1 + n), upper, maximize=True)
 
 
 def old_with_pairs(master, pairs):
@@ -151,3 +179,29 @@ def test_the_dense_model_solves_to_the_optimum_linprog_finds_on_the_reference(se
     for method in ("dense", "columns"):
         outcome = max_min_fairness_packed(problem, table, method=method, prune=False)
         assert outcome.objective == pytest.approx(expected, abs=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("noisy", [False, True])
+def test_class_lp_is_the_hand_built_program(seed, noisy, monkeypatch):
+    """The seed's class-level LP (exact classes, and coarse ones when every job has its own
+    solo row) compiles to the program the hand-built triplets gave."""
+    problem, table = typed_case(seed, jobs=30)
+    if noisy:
+        problem = dataclasses.replace(problem, throughput=problem.throughput * np.random.default_rng(
+            seed).uniform(0.9, 1.1, problem.throughput.shape))
+    built = []
+    real = seed_module.class_model
+
+    def recording(*args):
+        model, y = real(*args)
+        built.append((args, model.compile(), y))
+        return model, y
+
+    monkeypatch.setattr(seed_module, "class_model", recording)
+    cand = Candidates.build(problem, table)
+    seed_module.class_seed(problem, cand, table.job_type, Solver("highs"))
+    assert len(built) == 1
+    args, lp, y = built[0]
+    same_program(lp, old_class_lp(*args))
+    assert y.offset == lp.c.size - y.size and y.size == args[6].size

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from schedopt.backends.base import LinearProgram
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.packed.master import Candidates, scaling
+from schedopt.modeling import Model, Variable
+from schedopt.policies.packed.master import Candidates, by_group, scaling
 
 EMPTY = (np.zeros(0, dtype=np.int64),) * 3
 
@@ -71,31 +71,36 @@ def class_seed(problem: ThroughputProblem, cand: Candidates, job_type: np.ndarra
 
 def class_lp(problem, cand, cls, size, rep, partner, pj, c1, c2,
              solver: Solver) -> np.ndarray | None:
-    """Solve the class-level LP (module docstring) with each class's mean coefficients; the
-    total time y of each class pair."""
-    C, J, n, M = size.size, problem.num_types, pj.size, problem.num_jobs
+    """Solve the class-level LP (`class_model`); the total time y of each class pair (None
+    without a solution)."""
+    model, y = class_model(problem, cand, cls, size, rep, partner, pj, c1, c2)
+    return model.solve(solver)[y]
+
+
+def class_model(problem, cand, cls, size, rep, partner, pj, c1, c2) -> tuple[Model, Variable]:
+    """The class-level LP (module docstring) with each class's mean coefficients, over
+    [x (C, J), t, y (class pairs (pj, c1, c2))]. cls: (M,) each job's class; size: (C,) jobs
+    per class; rep: (C,) a job of each class; partner[c, c']: a job of c' other than rep[c]."""
+    C, J, M = size.size, problem.num_types, problem.num_jobs
     mean = sp.csr_matrix((1.0 / size[cls], (cls, np.arange(M))), shape=(C, M))
     Tmax, k = scaling(problem)
     T = mean @ (problem.throughput * problem.runnable / Tmax[:, None])
-    k = mean @ k
     share = problem.scale_factor[rep, None] / problem.capacity[None, :]
-    a, b = rep[c1], partner[c1, c2]
-    solo_c, solo_j = np.divmod(np.arange(C * J), J)
-    y_col = C * J + 1 + np.arange(n)
-    rows = np.concatenate([solo_c, C + solo_j, C + J + solo_c, C + J + np.arange(C),
-                           c1, c2, C + pj, C + J + c1, C + J + c2])
-    cols = np.concatenate([np.arange(C * J)] * 3 + [np.full(C, C * J)] + [y_col] * 5)
-    vals = np.concatenate([np.ones(C * J), (size[:, None] * share).ravel(), T.ravel(), -k,
-                           1.0 / size[c1], 1.0 / size[c2], share[c1, pj],
-                           cand.Q[pj, a, b] / Tmax[a] / size[c1], cand.Q[pj, b, a] / Tmax[b] / size[c2]])
-    A = sp.csr_matrix((vals, (rows, cols)), shape=(2 * C + J, C * J + 1 + n))  # sums c1 == c2
-    upper = np.concatenate([np.where(T > 0, np.inf, 0.0).ravel(), [np.inf], np.full(n, np.inf)])
-    lp = LinearProgram(np.concatenate([np.zeros(C * J), [1.0], np.zeros(n)]), A,
-                       np.concatenate([np.full(C + J, -np.inf), np.zeros(C)]),
-                       np.concatenate([np.ones(C + J), np.full(C, np.inf)]),
-                       np.zeros(C * J + 1 + n), upper, maximize=True)
-    result = solver.solve(lp)
-    return None if result.x is None else result.x[C * J + 1:]
+    a, b = rep[c1], partner[c1, c2]  # a job of each class of the pair
+    model = Model()
+    x = model.variable("x", (C, J), upper=np.where(T > 0, np.inf, 0.0))
+    t = model.variable("t")
+    y = model.variable("y", pj.size)
+    # a pair inside one class (c1 == c2) enters its class's rows twice
+    model.add("time", x.sum(axis=1) + by_group(y / size[c1], c1, C)
+              + by_group(y / size[c2], c2, C) <= 1.0)
+    model.add("gpus", ((size[:, None] * share) * x).sum(axis=0)
+              + by_group(share[c1, pj] * y, pj, J) <= 1.0)
+    model.add("fairness", (T * x).sum(axis=1) - (mean @ k) * t
+              + by_group((cand.Q[pj, a, b] / Tmax[a] / size[c1]) * y, c1, C)
+              + by_group((cand.Q[pj, b, a] / Tmax[b] / size[c2]) * y, c2, C) >= 0.0)
+    model.maximize(t)
+    return model, y
 
 
 def spread(pj, c1, c2, members, first, size):

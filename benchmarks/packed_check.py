@@ -7,7 +7,7 @@ evenly over v100/p100/k80):
   - building the master LP (`master_lp`: solo columns and t) at 100,000 jobs x 3 types
     (`common.random_problem`);
   - building the pair columns column generation adds (`pair_columns`) for 200,000 candidate
-    pairs of a 1,024-job instance;
+    pairs of a 1,024-job instance, and for 512 of them (about one round's batch);
   - whole `schedopt.solve` runs: 2,048 jobs on 1,536 GPUs (column generation, class seed:
     one round), 512 jobs on 384 GPUs without the seed (tens of rounds, each adding pair
     columns), and the one-LP method (`method=dense`, pruned pairs) at 128 jobs on 96 GPUs.
@@ -57,6 +57,8 @@ def all_cases() -> dict[str, object]:
         "master LP build, 100,000 jobs x 3 types": lambda: master_lp(big),
         f"pair columns, {pj.size:,} pairs of 1,024 jobs": lambda: pair_columns(problem, cand,
                                                                                 pj, pm, pq),
+        "pair columns, 512 pairs (a round's batch)": lambda: pair_columns(
+            problem, cand, pj[:512], pm[:512], pq[:512]),
         "solve, 2,048 jobs (columns, class seed)": lambda: solve(large),
         "solve, 512 jobs (columns, no seed)": lambda: solve(small, seed=False),
         "solve, 128 jobs (dense, pruned)": lambda: solve(tiny, method="dense"),

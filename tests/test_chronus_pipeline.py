@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,8 +97,13 @@ class Spy:
 
 
 def spy_on(monkeypatch, spy):
-    """Send every `Solver.solve(lp)` to spy(lp, backend name, settings)."""
-    monkeypatch.setattr(Solver, "solve", lambda self, lp: spy(lp, self.name, self.settings))
+    """Send every `Solver.solve(lp)` to spy(lp, backend name, settings) (the session still
+    records the program)."""
+    def solve(self, lp):
+        self.record(lp)
+        return spy(lp, self.name, self.settings)
+
+    monkeypatch.setattr(Solver, "solve", solve)
 
 
 def test_an_integral_lp_solution_is_the_plan_without_any_milp(monkeypatch):
@@ -185,3 +191,25 @@ def test_problems_without_options_or_jobs_are_optimal_with_nothing_scheduled():
         plan = chronus.solve_lease_problem(problem)
         assert plan.status is Status.OPTIMAL and plan.objective == 0.0 and plan.bound == 0.0
         assert plan.leases == {} and plan.chosen.tolist() == [-1] * len(gpus)
+
+
+def test_the_chronus_policy_solves_on_the_solver_session_it_receives(monkeypatch):
+    import schedopt
+    from schedopt.instance import load_instance
+
+    spy = Spy()
+    spy_on(monkeypatch, spy)
+    instance = load_instance(Path(__file__).resolve().parents[1] / "instances" /
+                             "chronus-leases.json")
+    session = Solver("scip", SolveOptions(time_limit=3.0, threads=1), keep_programs=True)
+    result = schedopt.solve(instance, "chronus", solver=session)
+    assert result.solver == "scip"
+    # The LP stage on HiGHS, then (if any) the MILP stages on scip, all with the session's
+    # thread count, within its time limit, and the record ends with the lease MILP.
+    assert spy.calls and spy.calls[0][0] == "highs"
+    assert {name for name, _ in spy.calls[1:]} <= {"scip"}
+    assert all(options.threads == 1 and options.time_limit <= 3.0 for _, options in spy.calls)
+    milp = session.last_program
+    assert milp is not None and milp.integer is not None and milp.integer.all()
+    assert session.programs[0].integer is None  # the LP relaxation, solved first
+    assert session.programs[0].num_cols == milp.num_cols

@@ -22,6 +22,8 @@ sigma = +1 pulls guaranteed work into lease 0 (run early), sigma = -1 pushes it 
 |sigma term| <= C_0 / max C_t <= 1, so it only breaks ties between equal values in practice.
 Columns: x of option 0 (min(D_0, H) leases), x of option 1, ..., then s_0..s_{K-1}.
 x_kt also gets upper bound 0 when g_k > C_t and s_k when D_k < n_k (the rows would force it).
+`lease_model` states it with `schedopt.modeling`: x is one block over the (option, slot) pairs
+that exist, and each row block is a group-by sum of it (per option, per slot, per job).
 
 Solving (`solve_lease_problem`), one time limit (default 5 s) for all stages:
 
@@ -347,17 +349,19 @@ class _Best:
 def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SOLVER,
                         time_limit: float | None = 5.0, mip_gap: float | None = None,
                         threads: int | None = None) -> ChronusPlan:
-    """Solve one lease boundary by the stages of the module docstring. solver: the Solver
-    session of the MILP stages (a backend name builds one); the LP stage runs on HiGHS through
-    the same session (`with_backend`), so its program record holds every stage, and it ends
-    with the lease MILP (`Solver.last_program`, what MPS export writes) even when stage 4 did
-    not run. time_limit:
-    seconds for all stages together (None: no limit); mip_gap: relative gap to the bound at
-    which the MILP stages stop; threads: solver threads. `details` holds incumbent_from,
-    lp_bound, solver_bound and stage_end (seconds from the start at which each stage that ran
-    ended)."""
+    """Solve one lease boundary by the stages of the module docstring.
+
+    solver: the Solver session of the MILP stages (a backend name builds one); the LP stage
+    runs on HiGHS through the same session (`with_backend`), so its program record holds every
+    stage, and it ends with the lease MILP (`Solver.last_program`, what MPS export writes) even
+    when stage 4 did not run. time_limit: seconds for all stages together (None: no limit);
+    mip_gap: relative gap to the bound at which the MILP stages stop; threads: solver threads
+    (mip_gap and threads None: the session's). `details` holds incumbent_from, lp_bound,
+    solver_bound and stage_end (seconds from the start at which each stage that ran ended)."""
     start = time.perf_counter()
     session = solver if isinstance(solver, Solver) else Solver(solver)
+    threads = session.settings.threads if threads is None else threads
+    mip_gap = session.settings.mip_gap if mip_gap is None else mip_gap
 
     def left(reserve: float = 0.0) -> float | None:
         """Seconds of the budget left after `reserve` more (None: no limit)."""

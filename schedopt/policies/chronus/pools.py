@@ -212,6 +212,7 @@ def solve_pool_problem(problem: PoolProblem, solver: Solver | str = DEFAULT_SOLV
     has none and it places every admitted job."""
     clock = time.perf_counter()
     session = solver if isinstance(solver, Solver) else Solver(solver)
+    threads = session.settings.threads if threads is None else threads
     choice, held, unplaced = pool_greedy(problem)
     program = pool_milp(problem)
     lp = program.model.compile()

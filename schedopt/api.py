@@ -75,5 +75,6 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
     return Result(policy=chosen.name, status=outcome.status, objective=outcome.objective,
                   bound=outcome.bound, solver=outcome.solver, solve_seconds=outcome.solve_seconds,
                   job_ids=problem.job_ids, gpu_types=problem.gpu_types, X=outcome.allocation,
-                  throughput=problem.throughput, details=outcome.details)
+                  throughput=problem.throughput, details=outcome.details,
+                  termination=outcome.termination)
 

@@ -9,6 +9,7 @@ import pandas as pd
 
 from schedopt.backends import Status
 from schedopt.backends.base import relative_gap
+from schedopt.core.outcome import Termination
 
 RESULT_FORMAT = "schedopt-result/1"
 
@@ -25,6 +26,8 @@ class Result:
     GPUs of a type for that fraction of wall time. effective_throughput: Series, steps/s.
     objective / bound: see the policy's `objective` description; solve_seconds: wall seconds.
     details: policy-specific extras (e.g. `infeasible_slos` for min_cost).
+    termination: why the solve stopped (e.g. time_limit with a feasible status); the
+    document's "termination" key names it whenever it is not "optimal".
     """
 
     policy: str
@@ -38,6 +41,7 @@ class Result:
     X: np.ndarray | None
     throughput: np.ndarray
     details: dict = field(default_factory=dict)
+    termination: Termination | None = None
 
     @property
     def allocation(self) -> pd.DataFrame | None:
@@ -83,4 +87,6 @@ class Result:
                                                    self.effective_throughput.tolist()))
         for key, value in self.details.items():
             doc[key] = value
+        if self.termination not in (None, Termination.OPTIMAL):
+            doc.setdefault("termination", self.termination.value)
         return doc

@@ -84,7 +84,8 @@ class LevelSolution:
     """allocation: (M, J) time fractions meeting every constraint exactly; level: the smallest
     rising job's level under it (a proven lower bound on t*); bound: a proven upper bound on
     t*; prices: (J,) GPU prices (d t / d capacity, level per GPU); marginal: (M,) each job's
-    dual (d t / d its own level); positive means the job is at the level in every optimum."""
+    dual (d t / d its own level); positive means the job is at the level in every optimum.
+    timed_out: the time limit stopped the search (status feasible, gap as far as it got)."""
 
     allocation: np.ndarray
     level: float
@@ -94,6 +95,7 @@ class LevelSolution:
     status: Status
     seconds: float
     details: dict = field(default_factory=dict)
+    timed_out: bool = False
 
     @property
     def gap(self) -> float:
@@ -317,7 +319,8 @@ def _violators(cls: _Classes, hulls: Hulls, unit_cost: np.ndarray, fixed: _Fixed
 
 # ---------------------------------------------------------------- the solver
 
-def _sample_prices(cls: _Classes, capacity: np.ndarray, solver: Solver, seed: int):
+def _sample_prices(cls: _Classes, capacity: np.ndarray, solver: Solver, seed: int,
+                   deadline: float | None):
     """(t, prices) from the same problem over a random tenth of the jobs, capacity scaled to
     match, solved the same way (so prices come from ever larger samples, each seeded by the
     one before), to a loose gap: only the prices are needed."""
@@ -330,7 +333,8 @@ def _sample_prices(cls: _Classes, capacity: np.ndarray, solver: Solver, seed: in
                       counts.astype(float), picked)
     if not sample.rises.any():
         return None
-    solved = _solve_classes(sample, capacity * size / jobs, None, 1e-4, solver, 10, seed + 1)
+    solved = _solve_classes(sample, capacity * size / jobs, None, 1e-4, solver, 10, seed + 1,
+                            deadline)
     margin = max(TIE * np.sqrt(DIRECT_CLASSES / size), MIN_TIE)
     return None if solved is None else (solved.level, solved.prices, margin)
 
@@ -366,16 +370,36 @@ def _capped_by_their_own_time(cls: _Classes, capacity: np.ndarray) -> LevelSolut
                          {"rounds": 0, "classes": cls.count.size, "free_classes": 0})
 
 
+def _seconds_left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.perf_counter()
+
+
+def _nothing_yet(cls: _Classes, capacity: np.ndarray, prices: np.ndarray) -> LevelSolution | None:
+    """What a search stopped by its time limit before its first restricted LP has: the zero
+    allocation (when no floor asks for more) and the Lagrangian bound at `prices`."""
+    if np.any(cls.floor > 0):
+        return None
+    prices = _guide(prices)
+    bound = lagrangian_bound(cls, capacity, prices, build_hulls(cls.gain, _unit_cost(cls, prices)))
+    level = float(-cls.floor[cls.rises].max())
+    K = cls.count.size
+    return LevelSolution(np.zeros_like(cls.gain), level, bound, prices, np.zeros(K),
+                         Status.FEASIBLE, 0.0, {"rounds": 0, "classes": K, "free_classes": 0},
+                         timed_out=True)
+
+
 def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solver: Solver,
-                   max_rounds: int, seed: int) -> LevelSolution | None:
+                   max_rounds: int, seed: int, deadline: float | None = None
+                   ) -> LevelSolution | None:
     """`max_level` on classes; allocation and marginal per class (None: no LP solution).
-    `seeded` = (t, prices, margin): a starting point and its expected relative price error."""
+    `seeded` = (t, prices, margin): a starting point and its expected relative price error;
+    deadline: time.perf_counter() value at which to stop with the best solution so far."""
     K = cls.count.size
     capped = _capped_by_their_own_time(cls, capacity)
     if capped is not None:
         return capped
     if seeded is None and K > DIRECT_CLASSES:
-        seeded = _sample_prices(cls, capacity, solver, seed)
+        seeded = _sample_prices(cls, capacity, solver, seed, deadline)
     if seeded is None:
         t, prices, free, margin = 0.0, np.ones(capacity.size), np.ones(K, bool), TIE
     else:
@@ -386,8 +410,15 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
         free = _near_ties(cls, hulls, unit, t, margin)
     best = None
     for rounds in range(1, max_rounds + 1):
+        left = _seconds_left(deadline)
+        if left is not None and left <= 0:
+            if best is None:
+                return _nothing_yet(cls, capacity, prices)
+            best.timed_out = True
+            return best
         fixed = _fix(cls, hulls, free, t)
-        solved = _restricted_lp(cls, capacity, free, fixed, solver)
+        solved = _restricted_lp(cls, capacity, free, fixed,
+                                solver if left is None else solver.with_settings(time_limit=left))
         if solved is None:
             if free.all():
                 return best
@@ -432,8 +463,8 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
 
 def max_level(problem: LevelProblem, start: LevelSolution | Mapping | None = None,
               gap: float = 1e-6,
-              solver: Solver | None = None, max_rounds: int = 40, seed: int = 0
-              ) -> LevelSolution:
+              solver: Solver | None = None, max_rounds: int = 40, seed: int = 0,
+              deadline: float | None = None) -> LevelSolution:
     """Solve `problem` to a proven relative gap (bound - level) / bound <= `gap`.
 
     start: a previous solution (e.g. last round's), or a mapping with its "prices" and
@@ -441,10 +472,14 @@ def max_level(problem: LevelProblem, start: LevelSolution | Mapping | None = Non
     solver: the restricted LPs' (a backend with duals); None or one without a backend named:
     a simplex backend for small ones, an interior-point one for large ones (SIMPLEX_CLASSES).
     Status is optimal at the gap, feasible when the rounds ran out first (the gap says how far).
+    deadline: a time.perf_counter() value at which to stop with the best allocation so far
+    (default: the solver's time_limit seconds from now); `timed_out` then says so.
     """
     began = time.perf_counter()
     _validate(problem)
     solver = solver or Solver(None)
+    if deadline is None and solver.settings.time_limit is not None:
+        deadline = began + solver.settings.time_limit
     if solver.name is not None:
         solver.require(Capability.LP | Capability.DUALS, "the price decomposition")
     capacity = np.asarray(problem.capacity, dtype=float)
@@ -454,7 +489,7 @@ def max_level(problem: LevelProblem, start: LevelSolution | Mapping | None = Non
         level, prices = ((start["level"], start["prices"]) if isinstance(start, Mapping)
                          else (start.level, start.prices))
         seeded = (float(level), np.asarray(prices, dtype=float), WARM_TIE)
-    solved = _solve_classes(cls, capacity, seeded, gap, solver, max_rounds, seed)
+    solved = _solve_classes(cls, capacity, seeded, gap, solver, max_rounds, seed, deadline)
     if solved is None:
         raise PolicyError("level problem: the LP over all jobs has no optimal solution")
     solved.allocation = solved.allocation[cls.of_job]

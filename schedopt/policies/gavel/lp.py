@@ -28,7 +28,7 @@ import numpy as np
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
-from schedopt.core.outcome import Outcome
+from schedopt.core.outcome import Outcome, Termination
 from schedopt.policies.gavel.blocks import effective_throughput, fill_leftover, solve_allocation
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.gavel.levels import LevelProblem, LevelSolution, max_level
@@ -63,7 +63,9 @@ def _level_outcome(solution: LevelSolution, X: np.ndarray, objective: float,
                    bound: float) -> Outcome:
     details = {"rounds": solution.details["rounds"], "gap": solution.gap,
                "prices": solution.prices.tolist(), "level": solution.level}
-    return Outcome.from_status(X, solution.status, objective, bound, solution.seconds, DECOMPOSITION, details)
+    stopped = Termination.TIME_LIMIT if solution.timed_out else None
+    return Outcome.from_status(X, solution.status, objective, bound, solution.seconds,
+                               DECOMPOSITION, details, termination=stopped)
 
 
 def max_min_fairness(problem: ThroughputProblem, solver: Solver | str | None = None,
@@ -240,6 +242,8 @@ def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None
     For a fixed rho every constraint thr_m(X) >= R_m / (rho D_m - t_m) is linear; each step
     solves max z s.t. thr_m(X) >= z * that need (z <= 1), feasible iff z reaches 1. `bound` is
     the largest rho proven infeasible. Jobs with no remaining steps are left out of the max.
+    The solver's time limit bounds the whole bisection: when it hits, the best allocation
+    proven so far is returned (status feasible, termination time_limit, bound as above).
     """
     problem.require_remaining_steps("finish_time_fairness")
     solver = lp_solver(as_solver(solver))
@@ -258,20 +262,37 @@ def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None
     best_X = isolated_allocation(problem) * problem.runnable * active[:, None]
     hi = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
     lp_count = 0
+    limit = solver.settings.time_limit
+    deadline = None if limit is None else start + limit
+
+    def timed() -> Solver | None:
+        """The solver with the time left as its limit; None once the time is up."""
+        if deadline is None:
+            return solver
+        left = deadline - time.perf_counter()
+        return solver.with_settings(time_limit=left) if left > 0 else None
+
     if not np.isfinite(hi):  # the isolated share gives some job nothing: search upwards
         hi, best_X = 2.0 * lo, None
-        while best_X is None and lp_count < max_iterations:
-            ok, X, _ = _ftf_feasible(problem, hi, active, isolated, solver)
+        while best_X is None and lp_count < max_iterations and timed() is not None:
+            ok, X, _ = _ftf_feasible(problem, hi, active, isolated, timed())
             lp_count += 1
             if ok:
                 best_X = X
             else:
                 lo, hi = hi, 2.0 * hi
-    probe = lo
+    probe, stopped = lo, False
     while hi - lo > tolerance * hi and lp_count < max_iterations:
-        ok, X, result = _ftf_feasible(problem, probe, active, isolated, solver)
+        step_solver = timed()
+        if step_solver is None:
+            stopped = True
+            break
+        ok, X, result = _ftf_feasible(problem, probe, active, isolated, step_solver)
         lp_count += 1
         if result is not None and not result.status.has_solution:
+            if best_X is not None and timed() is None:
+                stopped = True
+                break
             return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start, name,
                            {"lp_solves": lp_count, "termination": result.termination})
         if ok:
@@ -279,13 +300,16 @@ def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None
         else:
             lo = probe
         probe = 0.5 * (lo + hi)
+    stopped = stopped or (deadline is not None and time.perf_counter() >= deadline)
+    reason = Termination.TIME_LIMIT if stopped else None
     if best_X is None:
         return Outcome.from_status(None, Status.ERROR, None, lo, time.perf_counter() - start, name,
-                       {"lp_solves": lp_count})
+                                   {"lp_solves": lp_count}, termination=reason)
     converged = hi - lo <= tolerance * hi
     objective = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
-    return Outcome.from_status(best_X, Status.OPTIMAL if converged else Status.FEASIBLE, objective, lo,
-                   time.perf_counter() - start, name, {"lp_solves": lp_count})
+    return Outcome.from_status(best_X, Status.OPTIMAL if converged else Status.FEASIBLE, objective,
+                               lo, time.perf_counter() - start, name, {"lp_solves": lp_count},
+                               termination=None if converged else reason)
 
 
 # ---------------------------------------------------------------- throughput and cost

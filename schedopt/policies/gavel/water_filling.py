@@ -61,7 +61,7 @@ from schedopt.backends import Status
 from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.policies.gavel import lp as gavel
-from schedopt.core.outcome import Outcome
+from schedopt.core.outcome import Outcome, Termination
 from schedopt.policies.gavel.blocks import solve_allocation
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.gavel.level_hull import build_hulls, cost_on, segment_of
@@ -105,9 +105,11 @@ def _reached(a, X, rising, base, rate) -> float:
 
 
 def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float = GAP,
-                         solver: Solver | None = None) -> StageSolver:
+                         solver: Solver | None = None,
+                         deadline: float | None = None) -> StageSolver:
     """Stages solved by `levels.max_level`: a rising job's gain is a / rate and its offset
-    base / rate (a[m] @ X[m] >= base + rate C); solver: the restricted LPs' (`max_level`).
+    base / rate (a[m] @ X[m] >= base + rate C); solver: the restricted LPs' (`max_level`);
+    deadline: time.perf_counter() value at which every stage stops with what it has.
 
     A frozen job held at its top level with a single best type has one allocation (all of its
     time there): it leaves the level problem, its GPUs leave the capacity, unless that would
@@ -120,6 +122,8 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
     J = a.shape[1]
 
     def solve(rising, base, rate, floor, warm, hint):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
         fixed = ~rising & single & (floor >= top * (1 - 1e-12))
         left = capacity - np.bincount(best[fixed], weights=s[fixed], minlength=J)
         needs = np.max(np.where(a[~fixed] > 0, s[~fixed, None], 0.0), axis=0, initial=0.0)
@@ -133,7 +137,7 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
         try:
             solution = max_level(LevelProblem(gain, s[keep], left, rising[keep],
                                               np.where(rising, base / divisor, floor)[keep]),
-                                 start=warm, gap=gap, solver=solver)
+                                 start=warm, gap=gap, solver=solver, deadline=deadline)
         except PolicyError:  # no solution: floors that cannot all be met
             return None
         X = np.zeros_like(a)
@@ -146,14 +150,20 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
     return solve
 
 
-def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: Solver) -> StageSolver:
-    """Stages solved as one LP each on a backend (`models.stage_model`)."""
+def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: Solver,
+              deadline: float | None = None) -> StageSolver:
+    """Stages solved as one LP each on a backend (`models.stage_model`), each with the time
+    left before `deadline` (a time.perf_counter() value) as its limit."""
     top = a.max(axis=1)
 
     def solve(rising, base, rate, floor, warm, hint):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
         slope = np.where(rising, rate, 0.0)
+        timed = solver if deadline is None else solver.with_settings(
+            time_limit=max(deadline - time.perf_counter(), 1e-3))
         solution, X = solve_allocation(
-            problem, *stage_model(problem, a, slope, np.where(rising, base, floor)), solver)
+            problem, *stage_model(problem, a, slope, np.where(rising, base, floor)), timed)
         levels, gpus = solution.dual("level"), solution.dual("gpus")
         if X is None or levels is None:
             return None
@@ -169,7 +179,8 @@ def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: Solver) -> Stag
 class Filling:
     """What progressive filling found: the allocation, every job's final level a[m] @ X[m]
     as frozen, the water level C at which each job froze, the first stage's proven bound on C,
-    LPs solved, stages, freezes without a dual signal, and whether every LP was optimal."""
+    LPs solved, stages, freezes without a dual signal, whether every LP was optimal, and
+    whether the time limit stopped the filling (jobs still rising keep the last stage's level)."""
 
     allocation: np.ndarray
     level: np.ndarray
@@ -179,6 +190,7 @@ class Filling:
     stages: int
     forced: int
     optimal: bool
+    timed_out: bool = False
 
 
 @dataclass(frozen=True)
@@ -249,10 +261,11 @@ def user_paths(problem: ThroughputProblem, top: np.ndarray) -> Paths:
 
 
 def progressive_filling(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, paths: Paths,
-                        solve: StageSolver) -> Filling | None:
+                        solve: StageSolver, deadline: float | None = None) -> Filling | None:
     """Water filling over the (M, J) level coefficients `a` (runnable types only), jobs using
     `gpus` GPUs of (J,) `capacity`, levels growing along `paths`. None when a stage LP has no
-    solution."""
+    solution. At `deadline` (a time.perf_counter() value) it stops after the stage at hand
+    with the allocation of the last stage that has one (all zeros before the first)."""
     M = a.shape[0]
     top = a.max(axis=1)
     rising = np.ones(M, bool)
@@ -261,7 +274,13 @@ def progressive_filling(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, p
     C, X, warm, first = 0.0, None, None, None
     counts = {"solves": 0, "stages": 0, "forced": 0}
     optimal = True
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
     while rising.any():
+        if out_of_time():
+            return _stopped(a, X, level, frozen_at, first, counts)
         cap = paths.caps(rising, level, C)
         topped = rising & (cap <= C * (1 + CAP_TOL))
         if topped.any():  # at their top already (within tolerance): frozen where they are
@@ -273,7 +292,7 @@ def progressive_filling(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, p
         found = stage.run(warm)
         counts["solves"] += stage.solves
         if found is None:
-            return None
+            return _stopped(a, X, level, frozen_at, first, counts) if out_of_time() else None
         step, pinned, floor, base, rate = found
         first = first or stage.first
         optimal &= stage.optimal
@@ -295,6 +314,15 @@ def progressive_filling(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, p
         warm = step.warm
     return Filling(X, level, frozen_at, first.bound, counts["solves"],
                    counts["stages"], counts["forced"], optimal)
+
+
+def _stopped(a, X, level, frozen_at, first, counts) -> Filling:
+    """The filling cut short by its time limit: the last stage's allocation (zeros before
+    the first) and the first stage's bound (none before it ends)."""
+    X = np.zeros_like(a) if X is None else X
+    bound = np.inf if first is None else first.bound
+    return Filling(X, level, frozen_at, bound, counts["solves"], counts["stages"],
+                   counts["forced"], False, timed_out=True)
 
 
 class _Search:
@@ -488,13 +516,17 @@ def _details(problem: ThroughputProblem, filling: Filling, levels: np.ndarray,
 
 
 def _stages(problem: ThroughputProblem, a: np.ndarray, method: Method,
-            solver: Solver | str | None, gap: float = GAP) -> tuple[StageSolver, str]:
-    """The stage solver `method` picks (`solving.choose_method`) and what Outcome.solver says."""
+            solver: Solver | str | None, gap: float = GAP
+            ) -> tuple[StageSolver, str, float | None]:
+    """The stage solver `method` picks (`solving.choose_method`), what Outcome.solver says,
+    and the deadline the solver's time limit sets for the whole filling (from now)."""
     method, solver = choose_method(method, solver)
+    limit = solver.settings.time_limit
+    deadline = None if limit is None else time.perf_counter() + limit
     if method == DECOMPOSITION:
-        return decomposition_stages(problem, a, gap, solver), DECOMPOSITION
+        return decomposition_stages(problem, a, gap, solver, deadline), DECOMPOSITION, deadline
     solver = lp_solver(solver)
-    return lp_stages(problem, a, solver), solver.name
+    return lp_stages(problem, a, solver, deadline), solver.name, deadline
 
 
 def water_filling(problem: ThroughputProblem, solver: Solver | str | None = None,
@@ -505,20 +537,19 @@ def water_filling(problem: ThroughputProblem, solver: Solver | str | None = None
     objective: the smallest level (max_min_fairness's optimum); bound: the first stage's proven
     upper bound; details: levels (distinct levels), solves (LPs), stages, job_levels."""
     a = normalized_throughput(problem, agnostic) * problem.runnable
-    stages, solver = _stages(problem, a, method, solver, gap)
+    stages, solver, deadline = _stages(problem, a, method, solver, gap)
     if problem.num_jobs == 0:
         return _empty(problem, solver)
     problem.require_runnable()
     start = time.perf_counter()
     filling = progressive_filling(a, problem.scale_factor, problem.capacity,
-                                  flat_paths(a.max(axis=1)), stages)
+                                  flat_paths(a.max(axis=1)), stages, deadline)
     seconds = time.perf_counter() - start
     if filling is None:
         return _failed(solver, seconds)
     levels = _levels(a, filling.allocation)
-    status = Status.OPTIMAL if filling.optimal else Status.FEASIBLE
-    return Outcome.from_status(filling.allocation, status, float(levels.min()), filling.first_bound,
-                   seconds, solver, _details(problem, filling, levels, filling.level))
+    return _filled(filling, float(levels.min()), seconds, solver,
+                   _details(problem, filling, levels, filling.level))
 
 
 def hierarchical_water_filling(problem: ThroughputProblem, solver: Solver | str | None = None,
@@ -528,13 +559,14 @@ def hierarchical_water_filling(problem: ThroughputProblem, solver: Solver | str 
     water levels at which jobs froze), solves, job_levels (a[m] @ X[m], unweighted),
     user_shares (named users' share / weight)."""
     a = _unweighted(problem, agnostic)
-    stages, solver = _stages(problem, a, method, solver)
+    stages, solver, deadline = _stages(problem, a, method, solver)
     if problem.num_jobs == 0:
         return _empty(problem, solver)
     problem.require_runnable()
     start = time.perf_counter()
     paths = user_paths(problem, a.max(axis=1))
-    filling = progressive_filling(a, problem.scale_factor, problem.capacity, paths, stages)
+    filling = progressive_filling(a, problem.scale_factor, problem.capacity, paths, stages,
+                                  deadline)
     seconds = time.perf_counter() - start
     if filling is None:
         return _failed(solver, seconds)
@@ -547,9 +579,16 @@ def hierarchical_water_filling(problem: ThroughputProblem, solver: Solver | str 
         names = np.array(problem.user_names, dtype=object)
         named = np.not_equal(names, None)
         details["user_shares"] = dict(zip(names[named].tolist(), shares[named].tolist()))
+    return _filled(filling, objective, seconds, solver, details)
+
+
+def _filled(filling: Filling, objective: float, seconds: float, solver: str,
+            details: dict) -> Outcome:
     status = Status.OPTIMAL if filling.optimal else Status.FEASIBLE
-    return Outcome.from_status(filling.allocation, status, objective, filling.first_bound, seconds, solver,
-                   details)
+    stopped = Termination.TIME_LIMIT if filling.timed_out else None
+    bound = filling.first_bound if np.isfinite(filling.first_bound) else None
+    return Outcome.from_status(filling.allocation, status, objective, bound, seconds, solver,
+                               details, termination=stopped)
 
 
 def _unweighted(problem: ThroughputProblem, agnostic: bool) -> np.ndarray:

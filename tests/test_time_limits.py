@@ -98,3 +98,15 @@ def test_the_cli_reports_the_limit_and_exits_0(tmp_path, problem):
     out = json.loads(result.stdout)
     assert out["status"] == "feasible" and out["termination"] == "time_limit"
     assert out["bound"] is None or out["bound"] >= out["objective"]
+
+
+def test_smd_search_stops_at_the_limit_with_a_placed_configuration():
+    from schedopt.traces.parameter_server import parameter_server_instance
+
+    instance = parameter_server_instance(60, 12, seed=3)
+    full = solve(instance, "smd")
+    cut = solve(instance, "smd", time_limit=1e-3)
+    assert cut.status.has_solution and cut.details["placement"]
+    assert cut.bound == pytest.approx(full.bound)  # the Lagrangian bound does not depend on it
+    assert cut.objective >= full.bound * (1 - 1e-9)
+    assert cut.details["search"]["steps"] < full.details["search"]["steps"]

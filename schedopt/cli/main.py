@@ -63,7 +63,8 @@ def main():
                    "and water filling use their exact price decomposition when no solver is "
                    "named (-o method=decomposition|lp chooses; docs/exact-max-min.md).")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds per solver call. A solve stopped by it reports status 'feasible' "
+              help="Seconds for the whole solve (every LP/MILP a policy solves). A solve stopped "
+                   "by it reports status 'feasible' with termination time_limit "
                    "(a solution, with a bound where the solver gives one) or 'error' (none).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads.")
 @click.option("--option", "-o", "policy_options", multiple=True, metavar="KEY=VALUE",

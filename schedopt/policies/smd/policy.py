@@ -23,7 +23,8 @@ from schedopt.core.decisions import DecisionKind, PsConfiguration
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.smd.algorithm import (DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS,
-                                             DEFAULT_SEARCH_STEPS, PLACE_LIMIT, SmdSolution, smd)
+                                             DEFAULT_SEARCH_STEPS, DEFAULT_TIME_LIMIT, PLACE_LIMIT,
+                                             SmdSolution, smd)
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
 from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
 from schedopt.policies.smd.model import SmdProblem
@@ -64,7 +65,8 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
     residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
     ruin-and-recreate steps after the paper's method, seed its random choices, place_limit the
     seconds CP-SAT may take to place the Lagrangian bound's choice (0: not tried; then smd is
-    numpy only unless nothing else places one worker and one PS per job)."""
+    numpy only unless nothing else places one worker and one PS per job). options.time_limit
+    (CPU seconds of the whole call, default DEFAULT_TIME_LIMIT) stops the search early."""
     _no_solver("smd", solver)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
         raise PolicyError(f"epsilon must be a number in (0, 1), got {epsilon!r}")
@@ -76,8 +78,10 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
             or not 0 <= place_limit < float("inf"):
         raise PolicyError(f"place_limit must be a number of seconds >= 0, got {place_limit!r}")
     problem = SmdProblem.from_instance(instance)
+    limit = DEFAULT_TIME_LIMIT if options.time_limit is None else options.time_limit
     return _outcome(problem, smd(problem, float(epsilon), max_iterations, search_steps, seed,
-                                 place_limit=float(place_limit)), HEURISTIC)
+                                 time_limit=limit, place_limit=min(float(place_limit), limit)),
+                    HEURISTIC)
 
 
 def equal_split_policy(instance: Instance, solver: str, options: SolveOptions) -> Outcome:

@@ -58,6 +58,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy.sparse as sp
 
 from schedopt.backends import SolveResult, Status
 from schedopt.backends.base import LinearProgram, relative_gap
@@ -204,7 +205,11 @@ def lease_programs(problem: LeaseProblem) -> tuple[LinearProgram, LinearProgram]
     rows = max(block.stop for block in lease.model.row_slices().values())
     lease.model.add("within", lease.x - _at(lease.s, lease.option) <= 0.0)
     relaxation = replace(lease.model.compile(), integer=None)
-    milp = replace(relaxation, A=relaxation.A[:rows], row_lower=relaxation.row_lower[:rows],
+    A = relaxation.A
+    end = A.indptr[rows]  # the first rows of a CSR matrix, as views of its arrays
+    first = sp.csr_matrix((A.data[:end], A.indices[:end], A.indptr[:rows + 1]),
+                          shape=(rows, A.shape[1]))
+    milp = replace(relaxation, A=first, row_lower=relaxation.row_lower[:rows],
                    row_upper=relaxation.row_upper[:rows],
                    integer=np.ones(relaxation.num_cols, dtype=bool))
     return milp, relaxation

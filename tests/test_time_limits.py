@@ -110,3 +110,28 @@ def test_smd_search_stops_at_the_limit_with_a_placed_configuration():
     assert cut.bound == pytest.approx(full.bound)  # the Lagrangian bound does not depend on it
     assert cut.objective >= full.bound * (1 - 1e-9)
     assert cut.details["search"]["steps"] < full.details["search"]["steps"]
+
+
+def test_allox_returns_the_greedy_schedule_when_the_limit_hits_before_the_matching():
+    from pathlib import Path
+
+    from schedopt.instance import load_instance
+    from schedopt.policies.allox.matching import allox_assignment, greedy_counts
+
+    instance = load_instance(Path(__file__).resolve().parents[1] / "instances" / "allox-40.json")
+    exact = solve(instance, "allox")
+    cut = solve(instance, "allox", time_limit=1e-9)
+    assert exact.status.value == "optimal"
+    assert cut.termination is Termination.TIME_LIMIT and cut.status.value == "feasible"
+    assert cut.bound is None and cut.objective >= exact.objective - 1e-6
+    scheduled = {job for queue in cut.details["queues"].values() for job in queue}
+    assert scheduled == {job for queue in exact.details["queues"].values() for job in queue}
+
+    rng = np.random.default_rng(0)
+    P = rng.uniform(1.0, 50.0, (60, 7))
+    P[rng.random(P.shape) < 0.2] = np.inf
+    P[:, 0] = rng.uniform(1.0, 50.0, 60)  # every job can run somewhere
+    machine, stats = allox_assignment(P, np.zeros(7), "scipy", deadline=0.0)
+    assert stats.timed_out and stats.matchings == 0
+    np.testing.assert_array_equal(machine, greedy_counts(P, np.zeros(7))[2])
+    assert np.isfinite(P[np.arange(60), machine]).all()

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import time
 import numbers
 from dataclasses import dataclass
 
@@ -108,11 +109,13 @@ class AlloxSchedule:
 
 @dataclass(frozen=True)
 class MatchingStats:
-    """How `allox_assignment` got its answer: matchings solved, slots in the last one, final caps."""
+    """How `allox_assignment` got its answer: matchings solved, slots in the last one, final
+    caps, and whether its time limit stopped it before the optimum was proven."""
 
     matchings: int
     slots: int
     caps: np.ndarray
+    timed_out: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,11 +137,15 @@ def allox_schedule(processing: np.ndarray, free_at: np.ndarray, arrival: np.ndar
 
 
 def allox_assignment(processing: np.ndarray, free_at: np.ndarray, method: str = "auto",
-                     initial_caps: np.ndarray | None = None) -> tuple[np.ndarray, MatchingStats]:
+                     initial_caps: np.ndarray | None = None,
+                     deadline: float | None = None) -> tuple[np.ndarray, MatchingStats]:
     """(machine per job, stats) of an optimal matching; inputs already validated.
 
     initial_caps: start from these slots per machine instead of the greedy's (tests use it to
     exercise the growth steps); a capped problem without a full matching grows every cap.
+    deadline: a time.perf_counter() value checked between matchings (one matching is not
+    interrupted): past it, the greedy schedule's assignment (before the first matching) or the
+    last capped matching's (a full matching, optimal for its caps) is returned, timed_out set.
     """
     P, A = processing, free_at
     n, K = P.shape
@@ -152,7 +159,9 @@ def allox_assignment(processing: np.ndarray, free_at: np.ndarray, method: str = 
         order = np.argsort(-P.min(axis=1), kind="stable")
         caps = np.clip(np.asarray(initial_caps, dtype=int), 0, n)
     else:
-        order, counts = greedy_counts(P, A)
+        order, counts, greedy = greedy_counts(P, A)
+        if deadline is not None and time.perf_counter() >= deadline:
+            return greedy, MatchingStats(0, 0, counts, timed_out=True)
         caps = np.minimum(n, counts + -(-counts // 10) + 2)
     caps[~np.isfinite(P).any(axis=0)] = 0           # nobody can run there: no slots
     matchings = 0
@@ -177,6 +186,8 @@ def allox_assignment(processing: np.ndarray, free_at: np.ndarray, method: str = 
         grow = last_used & (caps < n)
         if not grow.any():
             return slot_machine[col], MatchingStats(matchings, int(slot_q.size), caps)
+        if deadline is not None and time.perf_counter() >= deadline:
+            return slot_machine[col], MatchingStats(matchings, int(slot_q.size), caps, True)
         caps = np.where(grow, np.minimum(n, 2 * caps), caps)
 
 
@@ -195,15 +206,19 @@ def slot_costs(processing: np.ndarray, free_at: np.ndarray, slot_machine: np.nda
     return start[None, :] + slot_q[None, :] * processing[:, slot_machine]
 
 
-def greedy_counts(processing: np.ndarray, free_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(job order, jobs per machine) of the greedy schedule that seeds the caps: jobs from the
-    longest to the shortest each go where running them first adds least, A_k + (n_k+1) p[m,k]."""
+def greedy_counts(processing: np.ndarray, free_at: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(job order, jobs per machine, machine per job) of the greedy schedule that seeds the
+    caps: jobs from the longest to the shortest each go where running them first adds least,
+    A_k + (n_k+1) p[m,k]."""
     K = processing.shape[1]
     order = np.argsort(-processing.min(axis=1), kind="stable")
     counts = np.zeros(K)
+    machine = np.empty(processing.shape[0], dtype=int)
     for m in order:  # sequential by nature: each choice depends on the counts so far
-        counts[np.argmin(free_at + (counts + 1.0) * processing[m])] += 1.0
-    return order, counts.astype(int)
+        machine[m] = np.argmin(free_at + (counts + 1.0) * processing[m])
+        counts[machine[m]] += 1.0
+    return order, counts.astype(int), machine
 
 
 def schedule_from_assignment(processing: np.ndarray, free_at: np.ndarray, arrival: np.ndarray,

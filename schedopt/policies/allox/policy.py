@@ -27,7 +27,7 @@ from schedopt.backends import Status
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, MachineQueues
 from schedopt.core.events import QueueDecision, event_of
-from schedopt.core.outcome import Outcome
+from schedopt.core.outcome import Outcome, Termination
 from schedopt.core.policy import Policy
 from schedopt.errors import PolicyError
 from schedopt.policies.allox.matching import (DEFAULT_METHOD, METHODS, allox_assignment,
@@ -107,7 +107,10 @@ class Allox(Policy):
         solver_of(method)  # an unknown method fails before any work; imports stay out of timing
         clock = time.perf_counter()
         times = getattr(problem, "times", None) or self.machine_times(problem, options)
-        machine, stats = allox_assignment(times.processing, times.free_at, method)
+        limit = None if solver is None else solver.settings.time_limit
+        deadline = None if limit is None else clock + limit
+        machine, stats = allox_assignment(times.processing, times.free_at, method,
+                                          deadline=deadline)
         schedule = schedule_from_assignment(times.processing, times.free_at, times.arrival,
                                             machine)
         ids, names = times.job_ids, times.machines
@@ -121,9 +124,11 @@ class Allox(Policy):
         details = self.details(times, decision, options) | {"matchings": stats.matchings,
                                                              "candidates": len(ids)}
         total = details["total_completion_time"]
-        return Outcome.from_status(None, Status.OPTIMAL, total, total,
-                                   time.perf_counter() - clock,
+        # Stopped by the time limit: a feasible schedule without the full matching's proof.
+        status, bound = ((Status.FEASIBLE, None) if stats.timed_out else (Status.OPTIMAL, total))
+        return Outcome.from_status(None, status, total, bound, time.perf_counter() - clock,
                                    DEFAULT_METHOD if method == "auto" else method, details,
+                                   termination=Termination.TIME_LIMIT if stats.timed_out else None,
                                    decision=decision)
 
     def details(self, times: MachineTimes, decision: MachineQueues,

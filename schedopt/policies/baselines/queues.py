@@ -88,6 +88,25 @@ class MachineTrace:
         return P <= P.min(axis=1, keepdims=True) * (1 + FASTEST_TOLERANCE)
 
     @cached_property
+    def runnable(self) -> np.ndarray:
+        """(n, K) bool: job m can run on machine k (finite processing time)."""
+        return np.isfinite(self.processing)
+
+    @cached_property
+    def arrival_order(self) -> np.ndarray:
+        """(n,) every job by arrival, ties in trace order."""
+        return np.lexsort((np.arange(len(self.ids)), self.arrival))
+
+    @cached_property
+    def shortest_order(self) -> np.ndarray:
+        """(K, n): row k is every job by processing time on machine k, ties by arrival, then
+        trace order (a rule's pick among any subset is that subset's first in this row)."""
+        n, K = self.processing.shape
+        index = np.arange(n)
+        return np.array([np.lexsort((index, self.arrival, self.processing[:, k]))
+                         for k in range(K)], dtype=np.intp).reshape(K, n)
+
+    @cached_property
     def id_array(self) -> np.ndarray:
         """(n,) the job ids as an object array."""
         return np.asarray(self.ids, dtype=object)
@@ -130,6 +149,13 @@ def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], second
     return rule_outcome(None, plan, out, seconds, algorithm)
 
 
+def _first(order: np.ndarray, eligible: np.ndarray) -> int:
+    """The first job of `order` (indices) that is `eligible` ((n,) bool), -1 if none."""
+    chosen = eligible[order]
+    i = int(np.argmax(chosen))
+    return int(order[i]) if chosen[i] else -1
+
+
 def _by_key(*keys: np.ndarray) -> np.ndarray:
     """Indices sorted by keys[0], then keys[1], ... (np.lexsort takes them last-first)."""
     return np.lexsort(keys[::-1])
@@ -169,12 +195,11 @@ class Sjf(_QueuePolicy):
 
     def starts(self, decision: QueueDecision) -> list[tuple[int, int]]:
         trace, starts = decision.trace, []
-        P, fastest = trace.processing, trace.fastest
+        fastest, shortest = trace.fastest, trace.shortest_order
         waiting = decision.queued.copy()
         for k in np.flatnonzero(decision.free):
-            jobs = np.flatnonzero(waiting & fastest[:, k])
-            if jobs.size:
-                m = int(jobs[_by_key(P[jobs, k], trace.arrival[jobs], jobs)[0]])
+            m = _first(shortest[k], waiting & fastest[:, k])
+            if m >= 0:
                 starts.append((m, int(k)))
                 waiting[m] = False
         return starts
@@ -187,16 +212,21 @@ class FifoQueue(_QueuePolicy):
 
     def starts(self, decision: QueueDecision) -> list[tuple[int, int]]:
         trace, starts = decision.trace, []
+        order = trace.arrival_order
+        jobs = order[decision.queued[order]]
         idle = decision.free.copy()
-        jobs = np.flatnonzero(decision.queued)
-        for m in jobs[_by_key(trace.arrival[jobs], jobs)]:
-            if not idle.any():
+        while jobs.size and idle.any():
+            # the next job in arrival order that some idle machine can run (the ones skipped
+            # can run on none, and idle machines only get fewer)
+            fits = trace.runnable[jobs][:, idle].any(axis=1)
+            i = int(np.argmax(fits))
+            if not fits[i]:
                 break
-            times = np.where(idle, trace.processing[m], np.inf)
-            if np.isfinite(times).any():
-                k = int(np.argmin(times))
-                starts.append((int(m), k))
-                idle[k] = False
+            m = int(jobs[i])
+            k = int(np.argmin(np.where(idle, trace.processing[m], np.inf)))
+            starts.append((m, k))
+            idle[k] = False
+            jobs = jobs[i + 1:]
         return starts
 
 
@@ -216,14 +246,14 @@ class Drf(_QueuePolicy):
         served = decision.served
         waiting = decision.queued.copy()
         for k in np.flatnonzero(decision.free):
-            jobs = np.flatnonzero(waiting & np.isfinite(trace.processing[:, k]))
+            can = waiting & trace.runnable[:, k]
+            jobs = np.flatnonzero(can)
             if jobs.size == 0:
                 continue
             candidates = np.unique(trace.user[jobs])
             dominant = (held[candidates] / totals).max(axis=1)
             u = candidates[_by_key(dominant, served[candidates], candidates)[0]]
-            mine = jobs[trace.user[jobs] == u]
-            m = int(mine[_by_key(trace.processing[mine, k], trace.arrival[mine], mine)[0]])
+            m = _first(trace.shortest_order[k], can & (trace.user == u))
             starts.append((m, int(k)))
             waiting[m] = False
             held[u, 0 if is_gpu[k] else 1] += 1.0

@@ -151,9 +151,10 @@ def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], second
 
 def _first(order: np.ndarray, eligible: np.ndarray) -> int:
     """The first job of `order` (indices) that is `eligible` ((n,) bool), -1 if none."""
+    if not eligible.any():
+        return -1
     chosen = eligible[order]
-    i = int(np.argmax(chosen))
-    return int(order[i]) if chosen[i] else -1
+    return int(order[chosen.argmax()])
 
 
 def _by_key(*keys: np.ndarray) -> np.ndarray:

@@ -10,14 +10,15 @@ have: edf and srtf on a 600-job lease trace (`lease_trace`: 64 GPUs), sjf, drf a
 on a 400-job AlloX-like trace (`benchmarks/allox_40.py`'s generator: 4 GPUs, 8 CPU machines).
 One worker process per tree (warmed up by one untimed run of every case) times one run at a
 time, the two trees alternating run by run, so a burst of load on a shared machine lands on
-both sides alike; each case is the best of `--repeats` runs per tree (of SHORT_RUNS for cases
-under SHORT seconds, where a millisecond of noise would dominate). The table shows before s,
-after s and their ratio (after / before; below 1 is faster). Instances of the solves:
+both sides alike; each case is the best of `--repeats` runs per tree (of `--short-runs`,
+default SHORT_RUNS, for cases under SHORT seconds, where a millisecond of noise would dominate).
+The table shows before s, after s and their ratio (after / before; below 1 is faster). Instances of the solves:
 `common.random_problem`. `--clock cpu` times the process's CPU seconds instead of wall seconds:
 on a machine others share, it does not count the time the process waits for a core.
 `--cases` keeps the cases whose names contain one of its comma-separated words.
 
     python benchmarks/redesign_check.py --before /tmp/before-rounds [--clock cpu] [--cases simulate]
+        [--short-runs 30]
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ def main() -> None:
                         help="checkout of the code before the redesign")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per case and tree")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument("--short-runs", type=int, default=SHORT_RUNS,
+                        help=f"timed runs per tree of a case under {SHORT} s")
     parser.add_argument("--cases", default="", help="only the cases whose names contain one "
                         "of these comma-separated words (e.g. simulate)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -200,13 +203,13 @@ def main() -> None:
     best = {name: [float("inf"), float("inf")] for name in names}
     for index, name in enumerate(names):
         runs = args.repeats
-        for done in range(max(SHORT_RUNS, args.repeats)):  # the trees alternate run by run
+        for done in range(max(args.short_runs, args.repeats)):  # the trees alternate run by run
             for side, worker in enumerate((before, after)):
                 best[name][side] = min(best[name][side], worker.time(index))
             if done == 0 and max(best[name]) > SHORT:
                 runs = args.repeats  # a long case: --repeats runs
             elif done == 0:
-                runs = SHORT_RUNS
+                runs = args.short_runs
             if done + 1 >= runs:
                 break
     before.close()

@@ -31,9 +31,10 @@ from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome, Termination
 from schedopt.policies.gavel.blocks import effective_throughput, fill_leftover, solve_allocation
 from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.gavel.finish_time import FinishTimeJobs, minimize_max_ratio
 from schedopt.policies.gavel.levels import LevelProblem, LevelSolution, max_level
 from schedopt.policies.gavel.models import (max_min_model, need_model, normalized_throughput,
-                                            shortfall_model, throughput_model)
+                                            row_max, shortfall_model, throughput_model)
 from schedopt.policies.gavel.robust import robust_max_min_fairness, worst_case_levels
 from schedopt.policies.gavel.solving import (DECOMPOSITION, Method, as_solver, choose_method,
                                              empty_outcome as _empty, lp_outcome as _outcome,
@@ -234,20 +235,55 @@ def _ftf_feasible(problem, rho, active, isolated, solver):
     return result.objective >= 1.0 - 1e-7, X, result
 
 
+def _ftf_by_prices(problem, active, isolated, lo, start_X, tolerance, max_iterations, solver,
+                   start, deadline) -> Outcome:
+    """`finish_time_fairness` by `finish_time.minimize_max_ratio` (method decomposition)."""
+    T = problem.throughput * problem.runnable
+    best = row_max(T)
+    keep = np.flatnonzero(active)
+    jobs = FinishTimeJobs(T[keep] / best[keep, None], best[keep], problem.scale_factor[keep],
+                          problem.remaining_steps[keep], problem.time_since_arrival[keep],
+                          isolated[keep], problem.capacity)
+    initial = start_X[keep] if np.isfinite(finish_time_ratios(problem, start_X, isolated)[
+        active]).all() else None
+    found = minimize_max_ratio(jobs, lo, initial, tolerance, max_iterations, solver, deadline)
+    details = {"lp_solves": found.lp_solves, "level_solves": found.level_solves}
+    seconds = time.perf_counter() - start
+    reason = Termination.TIME_LIMIT if found.timed_out else None
+    if found.allocation is None:
+        return Outcome.from_status(None, Status.ERROR, None, found.lower, seconds, DECOMPOSITION,
+                                   details, termination=reason)
+    X = np.zeros((problem.num_jobs, problem.num_types))
+    X[keep] = found.allocation
+    X = fill_leftover(problem, X, active)
+    objective = float(np.max(finish_time_ratios(problem, X, isolated)[active]))
+    lower = min(found.lower, objective)  # equal up to rounding when the start is optimal
+    converged = objective - lower <= tolerance * objective
+    details["gap"] = (objective - lower) / objective
+    return Outcome.from_status(X, Status.OPTIMAL if converged else Status.FEASIBLE, objective,
+                               lower, seconds, DECOMPOSITION, details,
+                               termination=None if converged else reason)
+
+
 def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None = None,
                          agnostic: bool = False, tolerance: float = 1e-6,
-                         max_iterations: int = 200) -> Outcome:
-    """Minimize max_m rho_m(X) by bisection on rho; stops when (hi - lo) <= tolerance * hi.
+                         max_iterations: int = 200, method: Method = "auto") -> Outcome:
+    """Minimize max_m rho_m(X); stops when (hi - lo) <= tolerance * hi, `bound` = lo is the
+    largest rho proven infeasible. Jobs with no remaining steps are left out of the max.
 
-    For a fixed rho every constraint thr_m(X) >= R_m / (rho D_m - t_m) is linear; each step
-    solves max z s.t. thr_m(X) >= z * that need (z <= 1), feasible iff z reaches 1. `bound` is
-    the largest rho proven infeasible. Jobs with no remaining steps are left out of the max.
-    The solver's time limit bounds the whole bisection: when it hits, the best allocation
+    For a fixed rho every constraint thr_m(X) >= R_m / (rho D_m - t_m) is linear.
+    method "decomposition" ("auto" without a named solver; `finish_time.minimize_max_ratio`):
+    a few price-decomposition solves of that level problem, each giving the allocation's own
+    max rho and a lower bound certified by its GPU prices. "lp": bisection on rho, each step
+    one LP max z s.t. thr_m(X) >= z * that need (z <= 1), feasible iff z reaches 1.
+    The solver's time limit bounds the whole search: when it hits, the best allocation
     proven so far is returned (status feasible, termination time_limit, bound as above).
     """
     problem.require_remaining_steps("finish_time_fairness")
-    solver = lp_solver(as_solver(solver))
-    name = solver.name
+    method, solver = choose_method(method, solver)
+    if method != DECOMPOSITION:
+        solver = lp_solver(solver)
+    name = _name(method, solver)
     if agnostic:
         problem = _uniform_throughput(problem)
     active = problem.remaining_steps > 0
@@ -264,6 +300,9 @@ def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None
     lp_count = 0
     limit = solver.settings.time_limit
     deadline = None if limit is None else start + limit
+    if method == DECOMPOSITION:
+        return _ftf_by_prices(problem, active, isolated, lo, best_X, tolerance, max_iterations,
+                              solver, start, deadline)
 
     def timed() -> Solver | None:
         """The solver with the time left as its limit; None once the time is up."""

@@ -128,20 +128,22 @@ class MinMakespan(FormulationPolicy):
 
 @dataclasses.dataclass(frozen=True)
 class FinishTimeOptions:
-    """agnostic: as for min_makespan; tolerance: relative width of the bisection on rho at
-    which it stops; max_iterations: LPs at most."""
+    """agnostic: as for min_makespan; tolerance: relative width of the interval on rho at
+    which it stops; max_iterations: LPs (method lp) or decomposition solves at most; method:
+    as for max_min_fairness ("auto": the decomposition unless a solver is named)."""
 
     agnostic: bool = False
     tolerance: float = 1e-6
     max_iterations: int = 200
+    method: Method = "auto"
 
 
 class FinishTimeFairness(FormulationPolicy):
     name = "finish_time_fairness"
-    summary = "Minimize the worst finish-time ratio rho (Themis), exact bisection."
+    summary = "Minimize the worst finish-time ratio rho (Themis), exact to a proven tolerance."
     objective_doc = "max over jobs of rho (dimensionless)"
     Options = FinishTimeOptions
-    default_solver = "highs"
+    default_solver = None  # the price decomposition; a named backend bisects over LPs
     formulation = staticmethod(lp.finish_time_fairness)
     evaluation = staticmethod(lp.finish_time_objective)
     evaluated_options = ("agnostic",)

@@ -115,10 +115,10 @@ def main() -> None:
     for worker in workers:
         worker.stdin.close()
         worker.wait()
-    print("| case | before s | after s | after / before |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, (old, new) in best.items():
-        print(f"| {name} | {old:.3f} | {new:.3f} | {new / old:.2f} |")
+    rows = [f"| {name} | {old:.3f} | {new:.3f} | {new / old:.2f} |"
+            for name, (old, new) in best.items()]
+    print("\n".join(["| case | before s | after s | after / before |", "| --- | ---: | ---: | ---: |",
+                     *rows]))
 
 
 if __name__ == "__main__":

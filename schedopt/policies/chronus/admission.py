@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedopt.errors import PolicyError
-from schedopt.policies.chronus.lease_milp import LeaseProblem, latest_fit_greedy
+from schedopt.policies.chronus.lease_milp import WORK_TOLERANCE, LeaseProblem, latest_fit_greedy
 
 
 def round_up_gpus(requested: np.ndarray, gpus_per_node: int = 8) -> np.ndarray:
@@ -63,12 +63,21 @@ def _ceil_log2(x: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class NewJob:
     """An arriving SLO job: gpus (already rounded, see `round_up_gpus`), leases_needed, and its
-    deadline options as option_value (V,) and option_horizon (V,) leases from now."""
+    deadline options as option_value (V,) and option_horizon (V,) leases from now. work: leases
+    of running left when the overhead is counted per run (`admit`'s overhead > 0; then
+    leases_needed only bounds the leases a plan holds, `problem.lease_count`); held: it held its
+    GPUs in the lease before now."""
 
     gpus: int
     leases_needed: int
     option_value: np.ndarray
     option_horizon: np.ndarray
+    work: float | None = None
+    held: bool = False
+
+    def need(self, overhead: float):
+        """Leases of work (per run, overhead > 0) or leases (otherwise) the job needs."""
+        return float(self.work) if overhead > 0 else self.leases_needed
 
     @classmethod
     def from_values(cls, gpus, leases_needed, option_value, option_horizon) -> NewJob:
@@ -120,14 +129,16 @@ def packing_order(horizon: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(horizon.shape[0]), -np.asarray(horizon)))
 
 
-def latest_fit_packing(gpus, leases_needed, horizon, capacity, order=None, width=None):
+def latest_fit_packing(gpus, leases_needed, horizon, capacity, order=None, width=None,
+                       overhead: float = 0.0, work=None, held=None):
     """Latest-fit packing of jobs with one horizon each: (leases, unplaced, free).
 
     Jobs go in `order` (default `packing_order(horizon)`); each takes its n_j latest leases
     t < min(D_j, H) with g_j GPUs still free (via `latest_fit_greedy`). `leases[j]` holds job
     j's leases (original indices), `unplaced` the jobs that did not fit, `free` (H,) the GPUs
     left per lease. Horizons must be >= 1. width (H,): leases per slot (default 1; then
-    horizons and `leases` count slots, and capacity is per lease of each slot).
+    horizons and `leases` count slots, and capacity is per lease of each slot). overhead,
+    work, held: the resume overhead counted once per run (`LeaseProblem`).
     """
     g = np.asarray(gpus, dtype=np.int64)
     n = np.asarray(leases_needed, dtype=np.int64)
@@ -136,8 +147,11 @@ def latest_fit_packing(gpus, leases_needed, horizon, capacity, order=None, width
     perm = packing_order(d) if order is None else np.asarray(order, dtype=np.int64)
     if perm.size == 0:
         return {}, (), cap.copy()
-    sub = LeaseProblem.from_arrays(g[perm], n[perm], np.arange(perm.size), np.zeros(perm.size),
-                                   d[perm], cap, width=width)
+    per_run = overhead > 0
+    sub = LeaseProblem.from_arrays(
+        g[perm], n[perm], np.arange(perm.size), np.zeros(perm.size), d[perm], cap, width=width,
+        overhead=overhead, work=np.asarray(work, dtype=float)[perm] if per_run else None,
+        held=np.asarray(held, dtype=bool)[perm] if per_run and held is not None else None)
     chosen, held, _ = latest_fit_greedy(sub)
     free = cap.copy()
     leases: dict[int, tuple[int, ...]] = {}
@@ -181,26 +195,42 @@ class AdmissionDecision:
     leases: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-def _new_job_fits(free: np.ndarray, gpus: int, needed: int, horizon: int,
-                  width: np.ndarray | None = None) -> bool:
+def _new_job_fits(free: np.ndarray, gpus: int, needed, horizon: int,
+                  width: np.ndarray | None = None, overhead: float = 0.0,
+                  held: bool = False) -> bool:
     fits = free[:horizon] >= gpus
+    if overhead > 0:  # every fitting slot: whole widths, less the overhead of each run
+        w = np.ones(fits.size) if width is None else width[:horizon]
+        starts = np.count_nonzero(fits[1:] & ~fits[:-1]) + int(fits.size > 0 and fits[0]
+                                                               and not held)
+        return float(w[fits].sum()) - overhead * starts >= needed - WORK_TOLERANCE
     if width is None:
         return int(np.count_nonzero(fits)) >= needed
     return int(width[:horizon][fits].sum()) >= needed
 
 
-def earliest_fitting_horizon(free: np.ndarray, gpus: int, needed: int,
-                             width: np.ndarray | None = None) -> int | None:
+def earliest_fitting_horizon(free: np.ndarray, gpus: int, needed,
+                             width: np.ndarray | None = None, overhead: float = 0.0,
+                             held: bool = False) -> int | None:
     """Binary search for the smallest H in [1, len(free)] such that the slots t < H with `gpus`
     GPUs free hold at least `needed` leases (one lease per slot by default; monotone in H);
-    None when even H = len(free) fails."""
-    lo = needed if width is None else int(np.searchsorted(np.cumsum(width), needed)) + 1
+    None when even H = len(free) fails. With overhead > 0, `needed` is leases of work and each
+    run of those slots loses the overhead (`LeaseProblem`); still monotone, since a slot added
+    at the end adds its width less at most one overhead."""
+    if overhead > 0:
+        lo = 1
+    else:
+        lo = needed if width is None else int(np.searchsorted(np.cumsum(width), needed)) + 1
     hi = free.shape[0]
-    if lo > hi or not _new_job_fits(free, gpus, needed, hi, width):
+
+    def fits(h):
+        return _new_job_fits(free, gpus, needed, h, width, overhead, held)
+
+    if lo > hi or not fits(hi):
         return None
     while lo < hi:
         mid = (lo + hi) // 2
-        if _new_job_fits(free, gpus, needed, mid, width):
+        if fits(mid):
             hi = mid
         else:
             lo = mid + 1
@@ -208,14 +238,19 @@ def earliest_fitting_horizon(free: np.ndarray, gpus: int, needed: int,
 
 
 def admit(new_job: NewJob, admitted_jobs: JobSet, capacity_per_lease,
-          width=None) -> AdmissionDecision:
+          width=None, overhead: float = 0.0) -> AdmissionDecision:
     """Admission control of one arriving SLO job (rules in the module docstring).
 
     capacity_per_lease (H,) GPUs free in lease t = 0..H-1 for SLO jobs; horizons in leases from
     now. With width (H,) (leases per slot, see `LeaseProblem`), t indexes slots: horizons and
     the decision's leases count slots, capacity is per lease of each slot, and a slot gives a
-    job width[t] leases. Returns an `AdmissionDecision`.
+    job width[t] leases. overhead > 0: the resume overhead counted once per run, as a share of
+    a lease (`LeaseProblem`); only the new job then has work (admitted_jobs must be empty).
+    Returns an `AdmissionDecision`.
     """
+    if overhead > 0 and admitted_jobs.num_jobs:
+        raise PolicyError("admission with the overhead counted per run takes no admitted jobs "
+                          "(admit against the GPUs their reservations leave free)")
     grid = LeaseProblem.from_arrays([1], [1], [0], [0.0], [1], capacity_per_lease, width=width)
     cap = grid.capacity
     width = None if width is None else grid.width
@@ -233,23 +268,28 @@ def admit(new_job: NewJob, admitted_jobs: JobSet, capacity_per_lease,
                                            horizons, cap, width=width)
     if unplaced:
         return decision(AdmissionReason.ADMITTED_DO_NOT_FIT)
-    g, n = new_job.gpus, new_job.leases_needed
-    if n > int(grid.leases_within(min(last, H))):
+    g, n = new_job.gpus, new_job.need(overhead)
+    within = float(grid.leases_within(min(last, H)))
+    if overhead > 0:  # at most: one run over every slot
+        within -= overhead * (not new_job.held)
+    if n > within + (WORK_TOLERANCE if overhead > 0 else 0):
         return decision(AdmissionReason.TOO_FEW_LEASES)
 
     def packed_at(h):
         order = np.append(packing_order(horizons), new_index)
         # The admitted jobs pack as above and the new job, last, fits at h: nothing is unplaced.
         full, _, _ = latest_fit_packing(np.append(admitted_jobs.gpus, g),
-                                        np.append(admitted_jobs.leases_needed, n),
+                                        np.append(admitted_jobs.leases_needed,
+                                                  new_job.leases_needed),
                                         np.append(horizons, h), cap, order=order,
-                                        width=width)
+                                        width=width, overhead=overhead, work=[n],
+                                        held=[new_job.held])
         return full
 
-    if _new_job_fits(free, g, n, first, width):
+    if _new_job_fits(free, g, n, first, width, overhead, new_job.held):
         return decision(AdmissionReason.FITS_FIRST_DEADLINE, True,
                         _reachable_option(new_job, first), first, False, packed_at(first))
-    h_star = earliest_fitting_horizon(free, g, n, width)
+    h_star = earliest_fitting_horizon(free, g, n, width, overhead, new_job.held)
     if h_star is None:
         return decision(AdmissionReason.NO_FIT_IN_WINDOW, searched=True)
     if h_star > last:

@@ -42,6 +42,7 @@ from schedopt.backends import Status
 from schedopt.backends.session import Solver
 from schedopt.policies.chronus.lease_milp import (
     DEFAULT_SOLVER,
+    WORK_TOLERANCE,
     ChronusPlan,
     LeaseProblem,
     plan_objective,
@@ -55,6 +56,7 @@ from schedopt.policies.chronus.admission import (
     round_up_gpus,
 )
 from schedopt.instance.model import Instance
+from schedopt.policies.chronus.problem import lease_count
 from schedopt.policies.chronus.rounding import lp_roundings
 
 
@@ -152,7 +154,11 @@ class LeaseSettings:
     (`lease_grid`); slots_per_doubling: slots of one width before widths double there;
     run_through: plan tight jobs (`plan_inputs`; None: when the resume overhead is at least
     RUN_THROUGH_OVERHEAD of a lease, where counting it in every lease is far from exact);
-    sigma: +1, -1 or "adaptive"; solver / time_limit (s): for the lease MILP."""
+    sigma: +1, -1 or "adaptive"; solver / time_limit (s): for the lease MILP;
+    resume_overhead_per: "run" counts the resume overhead once per run of consecutive leases a
+    job holds (as the simulator charges it; a job that held its GPUs in the lease before now
+    and keeps them pays nothing), "lease" in every lease (Chronus's artifact: conservative,
+    far from exact at short leases; run_through applies only there)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -163,6 +169,7 @@ class LeaseSettings:
     horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
     run_through: bool | None = None
+    resume_overhead_per: str = "lease"
 
     def __post_init__(self):
         for name in ("lease_seconds", "resume_overhead_s"):
@@ -188,6 +195,9 @@ class LeaseSettings:
                 or not np.isfinite(self.horizon_seconds) or self.horizon_seconds <= 0):
             raise PolicyError(f"horizon_seconds must be a finite number of seconds > 0 or None, "
                               f"got {self.horizon_seconds!r}")
+        if self.resume_overhead_per not in ("run", "lease"):
+            raise PolicyError(f"resume_overhead_per must be 'run' or 'lease', got "
+                              f"{self.resume_overhead_per!r}")
         if self.run_through not in (None, True, False):
             raise PolicyError(f"run_through must be true, false or null, got {self.run_through!r}")
         rho = self.slots_per_doubling
@@ -217,6 +227,14 @@ class LeaseSettings:
             return self.fine_leases
         return max(self.fine_leases,
                    int(np.floor(self.horizon_seconds / self.lease_seconds + 1e-9)))
+
+    @property
+    def overhead(self) -> float:
+        """The resume overhead as a share of a lease when it is counted once per run (else 0:
+        `LeaseProblem.per_run`)."""
+        if self.resume_overhead_per != "run":
+            return 0.0
+        return self.resume_overhead_s / self.lease_seconds
 
     @property
     def useful_seconds(self) -> float:
@@ -338,7 +356,8 @@ def option_horizons(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.
 
 
 def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
-                arriving: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                arriving: bool = False,
+                held: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(need (n,) leases of work each job is planned with, horizon (K,) slots, reachable (K,)
     options the plan may choose); a slot of w leases gives w of the leases needed.
 
@@ -351,11 +370,23 @@ def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
     whenever leases are not much longer than the overhead. `arriving` (admission) asks for
     two overheads of room: a boundary cannot tell a running job from a waiting one, so one
     lease after it starts the job is checked against one more overhead than it paid.
+
+    With the overhead counted once per run (`LeaseSettings.overhead` > 0) need is the leases of
+    running left (remaining_s / lease_seconds, `LeaseProblem.work`) and an option is reachable
+    when one run over every slot before its deadline serves it: leases - overhead, the
+    overhead waived for a job in `held` ((n,) bool: it held its GPUs in the lease before now).
+    No job is tight then: running through is a plan like any other.
     """
     width = lease_grid(now, settings)
     leases = np.concatenate(([0], np.cumsum(width)))
     horizon = option_horizons(jobs, now, settings)
     h = np.clip(horizon, 0, width.size)
+    if settings.overhead > 0:
+        work = np.maximum(jobs.remaining_s / settings.lease_seconds, WORK_TOLERANCE)
+        prior = np.zeros(jobs.num_jobs, dtype=bool) if held is None else held
+        one_run = leases[h] - settings.overhead * ~prior[jobs.option_job]
+        reachable = (horizon >= 1) & (one_run >= work[jobs.option_job] - WORK_TOLERANCE)
+        return work, horizon, reachable
     need = leases_needed(jobs.remaining_s, settings)
     reachable = (horizon >= 1) & (leases[h] >= need[jobs.option_job])
     n = jobs.num_jobs
@@ -377,9 +408,10 @@ def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
     return need, horizon, reachable
 
 
-def _reachable(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
+def _reachable(jobs: LeaseJobs, now: float, settings: LeaseSettings,
+               held: np.ndarray | None = None) -> np.ndarray:
     """(K,) options the plan may choose (`plan_inputs`)."""
-    return plan_inputs(jobs, now, settings)[2]
+    return plan_inputs(jobs, now, settings, held=held)[2]
 
 
 def _job_set(jobs: LeaseJobs, members: np.ndarray, now: float, settings: LeaseSettings,
@@ -393,9 +425,10 @@ def _job_set(jobs: LeaseJobs, members: np.ndarray, now: float, settings: LeaseSe
 
 
 def demote_hopeless(jobs: LeaseJobs, admitted: np.ndarray, now: float,
-                    settings: LeaseSettings) -> np.ndarray:
-    """(n,) bool: admitted jobs none of whose deadline options is reachable any more."""
-    reachable = _reachable(jobs, now, settings)
+                    settings: LeaseSettings, held: np.ndarray | None = None) -> np.ndarray:
+    """(n,) bool: admitted jobs none of whose deadline options is reachable any more (held: see
+    `plan_inputs`)."""
+    reachable = _reachable(jobs, now, settings, held)
     return admitted & ~(np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0)
 
 
@@ -417,23 +450,29 @@ def free_gpus(jobs: LeaseJobs, reserved: dict[int, tuple[int, ...]], capacity: i
 
 def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
                    reserved: dict[int, tuple[int, ...]], capacity: int, now: float,
-                   settings: LeaseSettings) -> tuple[np.ndarray, dict[int, tuple[int, ...]]]:
+                   settings: LeaseSettings,
+                   held: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, tuple[int, ...]]]:
     """Admission control of `arriving` (job indices, in arrival order), one by one, against the
     GPUs that the admitted jobs' reservations leave free (`free_gpus`): a job is admitted when
     its latest-fit placement fits before a deadline (`chronus_admission.admit`), and then
     reserves the leases of that placement. Returns (admitted mask, reservations including the
-    new ones). Best-effort arrivals and jobs with no reachable option are not admitted."""
+    new ones). Best-effort arrivals and jobs with no reachable option are not admitted. held:
+    see `plan_inputs`."""
     admitted = admitted.copy()
     reserved = dict(reserved)
-    need, horizons, reachable = plan_inputs(jobs, now, settings, arriving=True)
+    need, horizons, reachable = plan_inputs(jobs, now, settings, arriving=True, held=held)
     width = lease_grid(now, settings)
     free = free_gpus(jobs, reserved, capacity, settings, now)
+    overhead = settings.overhead
+    count = lease_count(need, overhead) if overhead > 0 else need
     for j in arriving:
         mine = reachable & (jobs.option_job == j)
         if not mine.any():
             continue
-        new = NewJob.from_values(jobs.gpus[j], need[j], jobs.option_value[mine], horizons[mine])
-        decision = admit(new, JobSet.empty(), slot_free(free, width), width)
+        new = NewJob.from_values(jobs.gpus[j], count[j], jobs.option_value[mine], horizons[mine])
+        if overhead > 0:
+            new = replace(new, work=float(need[j]), held=bool(held is not None and held[j]))
+        decision = admit(new, JobSet.empty(), slot_free(free, width), width, overhead)
         if decision.admitted:
             admitted[j] = True
             reserved[int(j)] = slot_leases(width, decision.leases[decision.new_index])
@@ -458,11 +497,12 @@ class BoundaryDecision:
 
 
 def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: float,
-                  settings: LeaseSettings, solver: Solver | None = None) -> BoundaryDecision:
+                  settings: LeaseSettings, solver: Solver | None = None,
+                  held: np.ndarray | None = None) -> BoundaryDecision:
     """The lease MILP over admitted jobs and reachable SLO jobs, then shortest-remaining-service
     fill of the GPUs it leaves free in lease 0 (module docstring). solver: the Solver session
-    of the lease MILP (None: one of the backend `settings.solver`)."""
-    need, horizon, reachable = plan_inputs(jobs, now, settings)
+    of the lease MILP (None: one of the backend `settings.solver`); held: see `plan_inputs`."""
+    need, horizon, reachable = plan_inputs(jobs, now, settings, held=held)
     has_option = np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0
     planned_mask = has_option | admitted
     planned = np.flatnonzero(planned_mask)
@@ -474,11 +514,14 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     if planned.size:
         job_set, _ = _job_set(jobs, planned_mask, now, settings, need, horizon, reachable)
         width = lease_grid(now, settings)
+        per_run = settings.overhead > 0
         problem = LeaseProblem.from_arrays(
-            job_set.gpus, job_set.leases_needed, job_set.option_job, job_set.option_value,
-            job_set.option_horizon, np.full(width.size, capacity),
+            job_set.gpus, None if per_run else job_set.leases_needed, job_set.option_job,
+            job_set.option_value, job_set.option_horizon, np.full(width.size, capacity),
             sigma=sigma, admitted=admitted[planned] & has_option[planned],
-            width=width)
+            width=width, overhead=settings.overhead,
+            held=None if held is None else held[planned],
+            work=job_set.leases_needed if per_run else None)
         plan = solve_lease_problem(problem, solver=solver or settings.solver,
                                    time_limit=settings.time_limit)
         if plan.unplaced:
@@ -527,14 +570,23 @@ def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
     keep = np.flatnonzero(admitted & (plan.chosen >= 0))
     own = {int(i): plan.leases[int(i)] for i in keep}
     first = np.array([0 in own[int(i)] for i in keep], dtype=bool)
-    need = problem.leases_needed[keep] - first
-    rest = need > 0
+    if problem.per_run:  # what lease 0 gives: a lease, less the overhead unless held before
+        gain = problem.width[0] - problem.overhead * ~problem.held[keep]
+        need = problem.work[keep] - first * gain
+        rest = need > WORK_TOLERANCE
+    else:
+        need = problem.leases_needed[keep] - first
+        rest = need > 0
     if not rest.any():
         return own
-    # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here.
+    # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here (a job that holds
+    # lease 0 has held its GPUs in the lease before the shifted window).
     horizon = np.minimum(problem.option_horizon[plan.chosen[keep]], problem.num_leases) - 1
-    packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], need[rest], horizon[rest],
-                                             problem.capacity[1:], width=problem.width[1:])
+    count = lease_count(need[rest], problem.overhead) if problem.per_run else need[rest]
+    packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], count, horizon[rest],
+                                             problem.capacity[1:], width=problem.width[1:],
+                                             overhead=problem.overhead, work=need[rest],
+                                             held=first[rest])
     if unplaced:
         return own
     out = {int(i): (0,) if f else () for i, f in zip(keep, first)}

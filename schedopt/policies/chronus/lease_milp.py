@@ -76,6 +76,12 @@ LP_SOLVER = "highs"  # the LP relaxation's backend (stage 1)
 STOP_SECONDS = 0.25
 # Objective and bound this close (relative gap) count as a proof of optimality.
 PROVEN_GAP = 1e-9
+# Leases of work the lease_count rows (overhead per run) may leave a job short of its need:
+# exact fits (90 s of work in two 60 s leases with a 30 s overhead) stay feasible, and each
+# plan a solver returns is checked on its integral values (`serves`, `_Best.offer`).
+RUN_MARGIN = -1e-9
+# Leases of work a plan may fall short of a job's need by (float sums): 1e-10 of a lease.
+WORK_TOLERANCE = 1e-10
 # LP column values this close to an integer count as integral (HiGHS's primal feasibility
 # tolerance is 1e-7).
 INTEGRALITY_TOLERANCE = 1e-6
@@ -151,7 +157,9 @@ def _at(var: Variable, index: np.ndarray) -> Expr:
 
 def lease_model(problem: LeaseProblem) -> LeaseModel:
     """The MILP of the module docstring (x columns, then s; rows lease_count, capacity,
-    one_option, then overfill where an option reaches a slot wider than one lease)."""
+    one_option, then overfill where an option reaches a slot wider than one lease). With the
+    overhead counted per run (`LeaseProblem.per_run`), y columns follow s and the rows are
+    those of `_run_rows`."""
     K, H, J = problem.num_options, problem.num_leases, problem.num_jobs
     option, lease, _ = _option_columns(problem)
     g = problem.gpus[problem.option_job].astype(float)  # (K,) GPUs of each option's job
@@ -159,17 +167,19 @@ def lease_model(problem: LeaseProblem) -> LeaseModel:
     a = problem.width[lease].astype(float)  # leases of work in each x column's slot
     # W_k: the widest slot option k can use (every horizon is >= 1 slot)
     widest = np.maximum.accumulate(problem.width)[np.minimum(problem.option_horizon, H) - 1]
-    over = np.flatnonzero(widest > 1)
+    over = np.flatnonzero(widest > 1) if not problem.per_run else np.arange(K)
     in_over = np.full(K, -1)
     in_over[over] = np.arange(over.size)
 
     m = Model()
     x = m.variable("x", option.size, upper=(g[option] <= problem.capacity[lease]).astype(float),
                    integer=True)
-    s = m.variable("s", K, upper=(problem.leases_within(problem.option_horizon) >= n)
-                   .astype(float), integer=True)
-    m.add("lease_count", Constraint(_sum_by(x, option, K, a) - n * s, 0.0,
-                                    np.where(widest > 1, np.inf, 0.0)))
+    s = m.variable("s", K, upper=_servable(problem).astype(float), integer=True)
+    if problem.per_run:
+        y = _run_rows(m, problem, x, s, option, lease, a)
+    else:
+        m.add("lease_count", Constraint(_sum_by(x, option, K, a) - n * s, 0.0,
+                                        np.where(widest > 1, np.inf, 0.0)))
     m.add("capacity", _sum_by(x, lease, H, g[option]) <= problem.capacity)
     m.add("one_option", Constraint(_sum_by(s, problem.option_job, J),
                                    problem.admitted.astype(float), 1.0))
@@ -179,6 +189,40 @@ def lease_model(problem: LeaseProblem) -> LeaseModel:
     first = np.where(lease == 0, problem.sigma * g[option] / max(problem.capacity.max(), 1), 0.0)
     m.maximize((problem.option_value * s).sum() + (first * x).sum())
     return LeaseModel(m, x, s, option, lease)
+
+
+def _servable(problem: LeaseProblem) -> np.ndarray:
+    """(K,) bool: every slot before option k's horizon, held, serves its job."""
+    leases = problem.leases_within(problem.option_horizon)
+    job = problem.option_job
+    if not problem.per_run:
+        return leases >= problem.leases_needed[job]
+    one_run = leases - problem.overhead * ~problem.held[job]
+    return (leases >= 1) & (one_run >= problem.work[job] + RUN_MARGIN)
+
+
+def _run_rows(m: Model, problem: LeaseProblem, x: Variable, s: Variable, option: np.ndarray,
+              lease: np.ndarray, a: np.ndarray) -> Variable:
+    """The rows of the overhead counted once per run: y_kt = 1 where option k starts a run at
+    slot t,
+
+        y_kt >= x_kt - x_k,t-1  (t >= 1),   y_k0 >= x_k0 - held_j          (run_start rows)
+        sum_t a_t x_kt - overhead * sum_t y_kt >= (work_j + RUN_MARGIN) s_k  (lease_count rows)
+
+    and overfill (added by the caller) caps sum_t a_t x_kt at (n_k + A_k - 1) s_k for every
+    option, so that x_kt = 0 when s_k = 0. y only appears with a negative coefficient in
+    lease_count, so an optimum can always take y = max(0, x_kt - x_k,t-1): integral."""
+    K = problem.num_options
+    y = m.variable("y", option.size, upper=1.0, integer=True)
+    later = np.flatnonzero(lease > 0)
+    previous = Expr(later, x.cols[later - 1], np.ones(later.size), 0.0, (option.size,))
+    before = np.where(lease == 0, problem.held[problem.option_job[option]], 0.0)
+    m.add("run_start", Constraint(y - x + previous, -before, np.inf))
+    work = (problem.work + RUN_MARGIN)[problem.option_job]
+    m.add("lease_count", Constraint(_sum_by(x, option, K, a)
+                                    - _sum_by(y, option, K, problem.overhead)
+                                    - work * s, 0.0, np.inf))
+    return y
 
 
 def lease_milp(problem: LeaseProblem) -> LinearProgram:
@@ -245,14 +289,15 @@ def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tupl
     chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
     leases: dict[int, tuple[int, ...]] = {}
     order = np.argsort(problem.option_job, kind="stable")
-    width = problem.width if problem.width.max(initial=1) > 1 else None
+    width = problem.width if problem.width.max(initial=1) > 1 or problem.per_run else None
+    need = problem.work if problem.per_run else problem.leases_needed
     for k in order:
         j = int(problem.option_job[k])
         if chosen[j] >= 0:
             continue
-        g, n = problem.gpus[j], problem.leases_needed[j]
+        g = problem.gpus[j]
         fits = np.flatnonzero(free[: min(problem.option_horizon[k], problem.num_leases)] >= g)
-        take = latest_slots(fits, width, n)
+        take = latest_slots(fits, width, need[j], problem.overhead, bool(problem.held[j]))
         if take is not None:
             free[take] -= g
             chosen[j] = k
@@ -261,10 +306,22 @@ def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tupl
     return chosen, leases, unplaced
 
 
-def latest_slots(fits: np.ndarray, width: np.ndarray | None,
-                 needed: int) -> np.ndarray | None:
+def latest_slots(fits: np.ndarray, width: np.ndarray | None, needed,
+                 overhead: float = 0.0, held_before: bool = False) -> np.ndarray | None:
     """The latest of the slots `fits` (ascending) whose widths add up to `needed` leases, or
-    None when all of them hold fewer (width None: one lease per slot)."""
+    None when all of them hold fewer (width None: one lease per slot). With overhead > 0
+    (`LeaseProblem.per_run`), `needed` is leases of work and each run of consecutive slots
+    taken loses `overhead`, except a run from slot 0 when `held_before`: taken latest first,
+    a slot that starts a new run (the slot after it is not taken) adds its width less the
+    overhead, one that extends the run after it adds its width."""
+    if overhead > 0:
+        latest = fits[::-1]
+        w = np.ones(latest.size) if width is None else width[latest].astype(float)
+        extends = np.zeros(latest.size, dtype=bool)
+        extends[1:] = latest[1:] + 1 == latest[:-1]
+        gain = w - overhead * ~extends + overhead * ((latest == 0) & held_before)
+        count = int(np.searchsorted(np.cumsum(gain), needed - WORK_TOLERANCE))
+        return None if count >= fits.size else fits[fits.size - count - 1:]
     if width is None:  # one lease per slot
         return fits[fits.size - needed:] if fits.size >= needed else None
     held = np.cumsum(width[fits[::-1]])
@@ -274,11 +331,20 @@ def latest_slots(fits: np.ndarray, width: np.ndarray | None,
     return fits[fits.size - count - 1:]
 
 
+def serves(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray) -> bool:
+    """Every scheduled job of the plan gets its need (per run: the work itself, checked on the
+    integral plan, whatever tolerance the solver met its rows to)."""
+    on = np.flatnonzero(chosen >= 0)
+    if not problem.per_run or on.size == 0:
+        return True
+    return bool(np.all(problem.progress(held[on], on) >= problem.work[on] - WORK_TOLERANCE))
+
+
 def _read_plan(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(chosen, held) of a 0/1 column vector of `lease_milp` (held[j, t]: (n, H) bool)."""
     option, lease, _ = _option_columns(problem)
     X = option.shape[0]
-    s = x[X:] > 0.5
+    s = x[X:X + problem.num_options] > 0.5
     chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
     chosen[problem.option_job[s]] = np.flatnonzero(s)
     on = (x[:X] > 0.5) & s[option]
@@ -289,12 +355,17 @@ def _read_plan(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _plan_vector(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray) -> np.ndarray:
     """The 0/1 column vector of `lease_milp` for a plan (inverse of `_read_plan`)."""
-    option, _, start = _option_columns(problem)
+    option, lease, start = _option_columns(problem)
     X = option.shape[0]
-    vector = np.zeros(X + problem.num_options)
+    vector = np.zeros(X + problem.num_options + (X if problem.per_run else 0))
     jobs, leases = np.nonzero(held & (chosen >= 0)[:, None])
     vector[start[chosen[jobs]] + leases] = 1.0
     vector[X + chosen[chosen >= 0]] = 1.0
+    if problem.per_run:  # y: the run starts of the plan
+        x = vector[:X]
+        before = np.where(lease == 0, problem.held[problem.option_job[option]], 0.0)
+        before[1:] = np.where(lease[1:] > 0, x[:-1], before[1:])
+        vector[X + problem.num_options:] = np.maximum(x - before, 0.0)
     return vector
 
 
@@ -304,7 +375,7 @@ def _lp_values(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.nda
     X = option.shape[0]
     by_lease = np.zeros((problem.num_options, problem.num_leases))
     by_lease[option, lease] = x[:X]
-    return x[X:], by_lease
+    return x[X:X + problem.num_options], by_lease
 
 
 def _restricted(problem: LeaseProblem, milp: LinearProgram, x_lp: np.ndarray,
@@ -312,8 +383,8 @@ def _restricted(problem: LeaseProblem, milp: LinearProgram, x_lp: np.ndarray,
     """`milp` with each s_k fixed to the plan's value where the LP's s_k already equals it
     (RINS: the option choices the LP and the rounding agree on stay, the rest is searched)."""
     fixed = np.zeros(milp.num_cols, dtype=bool)
-    X = milp.num_cols - problem.num_options
-    fixed[X:] = np.abs(x_lp[X:] - plan[X:]) <= INTEGRALITY_TOLERANCE
+    X, K = _option_columns(problem)[0].shape[0], problem.num_options
+    fixed[X:X + K] = np.abs(x_lp[X:X + K] - plan[X:X + K]) <= INTEGRALITY_TOLERANCE
     return replace(milp, col_lower=np.where(fixed, plan, milp.col_lower),
                    col_upper=np.where(fixed, plan, milp.col_upper))
 
@@ -329,7 +400,7 @@ class _Best:
     held: np.ndarray | None = None
 
     def offer(self, source: str, chosen: np.ndarray, held: np.ndarray) -> None:
-        if np.any(chosen[self.problem.admitted] < 0):
+        if np.any(chosen[self.problem.admitted] < 0) or not serves(self.problem, chosen, held):
             return
         objective = _objective(self.problem, chosen, held)
         if objective > self.objective:

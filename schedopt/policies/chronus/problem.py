@@ -25,6 +25,16 @@ class LeaseProblem:
     one slot per lease, the classic Chronus window). A job holding slot t holds its GPUs for
     all width[t] leases of it. A job's options are tried by the greedy in the order they
     appear here.
+
+    Resume overhead counted once per run (`per_run`, when overhead > 0): overhead is the share
+    of a lease (0 <= overhead < 1) a job loses each time it starts or resumes; work (n,) the
+    leases of running each job still needs (remaining seconds / lease seconds); held (n,) bool
+    the jobs that held their GPUs in the lease before slot 0 (they pay nothing if they keep
+    them). Holding slots S then gives `progress` = sum_{t in S} width[t] - overhead x (runs of
+    consecutive slots in S, less the one that starts at slot 0 when held), and a job is served
+    when that reaches work. leases_needed is then an upper bound (`lease_count`): any plan of a
+    job that stops as soon as it is served holds fewer than leases_needed + width of its last
+    slot leases. With overhead 0 (the default) a job needs leases_needed leases.
     """
 
     gpus: np.ndarray
@@ -36,10 +46,39 @@ class LeaseProblem:
     admitted: np.ndarray
     sigma: float = 1.0
     width: np.ndarray | None = None
+    overhead: float = 0.0
+    held: np.ndarray | None = None
+    work: np.ndarray | None = None
 
     def __post_init__(self):
         if self.width is None:  # built directly (not from_arrays): one lease per slot
             object.__setattr__(self, "width", np.ones(self.capacity.shape[0], dtype=np.int64))
+        if self.held is None:
+            object.__setattr__(self, "held", np.zeros(self.gpus.shape[0], dtype=bool))
+
+    @property
+    def per_run(self) -> bool:
+        """The resume overhead is counted once per run of held slots (overhead > 0)."""
+        return self.overhead > 0
+
+    @property
+    def need(self) -> np.ndarray:
+        """(n,) leases of work each job needs: work when `per_run`, else leases_needed."""
+        if self.per_run:
+            return self.work
+        return self.leases_needed.astype(float)
+
+    def progress(self, held: np.ndarray, jobs: np.ndarray | None = None) -> np.ndarray:
+        """(m,) leases of work the plans held (m, H) bool give the jobs `jobs` (default all):
+        see the class docstring (with overhead 0, the leases held)."""
+        held = np.asarray(held, dtype=bool)
+        leases = held @ self.width
+        if not self.per_run:
+            return leases.astype(float)
+        before = self.held if jobs is None else self.held[jobs]
+        starts = held[:, 0] & ~before
+        starts = starts.astype(np.int64) + np.count_nonzero(held[:, 1:] & ~held[:, :-1], axis=1)
+        return leases - self.overhead * starts
 
     @property
     def num_jobs(self) -> int:
@@ -65,7 +104,10 @@ class LeaseProblem:
 
     @classmethod
     def from_arrays(cls, gpus, leases_needed, option_job, option_value, option_horizon, capacity,
-                    sigma: float = 1.0, admitted=None, width=None) -> LeaseProblem:
+                    sigma: float = 1.0, admitted=None, width=None, overhead: float = 0.0,
+                    held=None, work=None) -> LeaseProblem:
+        """Validated arrays (see the class). With overhead > 0, work (leases of running left)
+        is required and leases_needed may be None (then `lease_count(work, overhead)`)."""
         def ints(value, name, minimum):
             arr = np.asarray(value)
             if arr.ndim != 1:
@@ -76,6 +118,18 @@ class LeaseProblem:
             return arr.astype(np.int64)
 
         g = ints(gpus, "gpus", 1)
+        if isinstance(overhead, bool) or not (0 <= overhead < 1):
+            raise PolicyError(f"overhead must be a share of a lease in [0, 1), got {overhead!r}")
+        if overhead > 0:
+            if work is None:
+                raise PolicyError("overhead > 0 needs work (leases of running left per job)")
+            work = np.asarray(work, dtype=np.float64)
+            if work.shape != g.shape or not np.all(np.isfinite(work)) or np.any(work <= 0):
+                raise PolicyError(f"work must be (n,) finite leases > 0, got shape {work.shape}")
+            if leases_needed is None:
+                leases_needed = lease_count(work, overhead)
+        else:
+            work = None
         n = ints(leases_needed, "leases_needed", 1)
         job = ints(option_job, "option_job", 0)
         horizon = ints(option_horizon, "option_horizon", 1)
@@ -102,4 +156,16 @@ class LeaseProblem:
         w = np.ones(cap.size, dtype=np.int64) if width is None else ints(width, "width", 1)
         if w.shape != cap.shape:
             raise PolicyError(f"width has shape {w.shape}, capacity {cap.shape}")
-        return cls(g, n, job, value, horizon, cap, adm, float(sigma), w)
+        prior = np.zeros(g.size, dtype=bool) if held is None else np.asarray(held, dtype=bool)
+        if prior.shape != g.shape:
+            raise PolicyError(f"held has shape {prior.shape}, gpus {g.shape}")
+        return cls(g, n, job, value, horizon, cap, adm, float(sigma), w, float(overhead), prior,
+                   work)
+
+
+def lease_count(work: np.ndarray, overhead: float) -> np.ndarray:
+    """(n,) leases enough for `work` leases of running when every lease pays `overhead` (at
+    least 1): ceil(work / (1 - overhead)). Any plan that stops once served holds fewer than
+    this plus the width of its last slot."""
+    work = np.asarray(work, dtype=np.float64)
+    return np.maximum(np.ceil(work / (1.0 - overhead) - 1e-9), 1).astype(np.int64)

@@ -40,6 +40,8 @@ PASSES = 30
 LP_FIRST = (True, False)
 # An LP x_kt within this of 1 counts as an integral holding.
 LP_ONE = 1e-6
+# Leases of work a job may fall short of its need by (float sums), with the overhead per run.
+TOLERANCE = 1e-10
 
 
 def lp_roundings(problem: LeaseProblem, s: np.ndarray,
@@ -128,22 +130,34 @@ def _backward_pass(problem: LeaseProblem, option: np.ndarray, x: np.ndarray, boo
     trying = np.flatnonzero(option >= 0)
     k = option[trying]
     g = problem.gpus[trying]
-    left = problem.leases_needed[trying].copy()
+    left = problem.need[trying].copy()
     horizon = np.minimum(problem.option_horizon[k], H)
     held = np.zeros((problem.num_jobs, H), dtype=bool)
     end, width = problem.slot_end, problem.width
+    # Per run (see LeaseProblem): a slot taken right before one already taken extends that
+    # run (its whole width counts), any other starts a run (less the overhead), and slot 0
+    # continues the lease before it for a job that held its GPUs there.
+    ov = problem.overhead
+    refund = ov * problem.held[trying]
+    took_next = np.zeros(trying.size, dtype=bool)
+    done = TOLERANCE if problem.per_run else 0
     for t in range(H - 1, -1, -1):
-        cand = np.flatnonzero((horizon > t) & (left > 0) & (left <= end[t]))
-        slack = end[t] - left[cand]
+        starts = ov * ~took_next
+        reach = end[t] - starts + refund  # the most slots 0..t can still give
+        cand = np.flatnonzero((horizon > t) & (left > done) & (left <= reach + done))
+        slack = reach[cand] - left[cand]
         lp = x[k[cand], t]
-        keys = (-g[cand], slack, -lp, slack > 0, *((lp < 1 - LP_ONE,) if lp_first else ()),
+        keys = (-g[cand], slack, -lp, slack > done, *((lp < 1 - LP_ONE,) if lp_first else ()),
                 -boost[trying[cand]])
         order = cand[np.lexsort(keys)]
         take = order[_take_while_fits(g[order], int(problem.capacity[t]))]
-        left[take] = np.maximum(left[take] - width[t], 0)
+        gain = width[t] - starts[take] + (refund[take] if t == 0 else 0.0)
+        left[take] = np.maximum(left[take] - gain, 0)
         held[trying[take], t] = True
+        took_next[:] = False
+        took_next[take] = True
     short = np.zeros(problem.num_jobs, dtype=bool)
-    short[trying[left > 0]] = True
+    short[trying[left > done]] = True
     return held, short
 
 
@@ -170,10 +184,14 @@ def _pick(problem: LeaseProblem, j: int, k: int, free: np.ndarray,
     n_j leases; None when all of them hold fewer."""
     horizon = min(int(problem.option_horizon[k]), problem.num_leases)
     fits = np.flatnonzero(free[:horizon] >= problem.gpus[j])
-    n = int(problem.leases_needed[j])
-    if problem.width.max(initial=1) == 1:  # one lease per slot
+    n = int(problem.leases_needed[j])  # per run: enough even if every slot starts a run
+    if problem.width.max(initial=1) == 1 and not problem.per_run:  # one lease per slot
         return fits[np.lexsort((-fits, -x[k, fits]))[:n]] if fits.size >= n else None
     ranked = fits[np.lexsort((-fits, -x[k, fits]))]
+    if problem.per_run:  # a slot of width a gives at least a - overhead
+        held = np.cumsum(problem.width[ranked] - problem.overhead)
+        count = int(np.searchsorted(held, problem.work[j] - TOLERANCE))
+        return None if count >= ranked.size else ranked[:count + 1]
     held = np.cumsum(problem.width[ranked])
     count = int(np.searchsorted(held, n))
     if count >= ranked.size:
@@ -201,7 +219,7 @@ def _improve(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray, s: np.
                 held[j, leases] = True
                 break
         free[held[j]] -= g[j]
-    density = best_value / (g * problem.leases_needed)
+    density = best_value / (g * problem.need)
     best_s = _of_option(s, _best_per_job(problem, s))
     out = np.flatnonzero(chosen < 0)
     for j in out[np.lexsort((-density[out], -best_s[out]))]:

@@ -93,7 +93,7 @@ def test_queue_starts_lists_queues_schedule_and_waiting_from_index_pairs():
                              np.array([5.0, 5.0]), np.array([-1, -1]), np.full(3, np.nan),
                              np.full(3, np.nan))
     plan = QueueStarts.of(decision, [(1, gpu), (2, cpu)])
-    assert isinstance(plan, MachineQueues) and plan.starts == ((1, gpu), (2, cpu))
+    assert isinstance(plan, MachineQueues) and plan.starts == [(1, gpu), (2, cpu)]
     assert plan.queues == {trace.machines[gpu]: ["J1"], "c0": ["J2"]}
     assert plan.schedule == {
         "J1": {"machine": trace.machines[gpu], "position": 0, "start": 5.0, "completion": 25.0},

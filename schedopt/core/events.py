@@ -230,14 +230,15 @@ class QueueStarts(_BuiltOnRead, MachineQueues):
     gets one); `queues`, `schedule` and `waiting` (job ids) are built from them when read."""
 
     decision: QueueDecision | None = None
-    starts: tuple[tuple[int, int], ...] = ()
+    starts: list[tuple[int, int]] | None = None
 
     _ON_READ = frozenset({"queues", "schedule", "waiting"})
     _SOURCE = "decision"
 
     @classmethod
-    def of(cls, decision: QueueDecision, starts) -> "QueueStarts":
-        return _made(cls, {"decision": decision, "starts": tuple(starts)})
+    def of(cls, decision: QueueDecision, starts: list[tuple[int, int]]) -> "QueueStarts":
+        """`starts` is kept, not copied."""
+        return _made(cls, {"decision": decision, "starts": starts})
 
     def _build(self) -> dict:
         decision, starts = self.decision, self.starts

@@ -110,16 +110,15 @@ def _contract_step(policy: Policy, options: Any, solver: Solver, decision: Queue
     if not isinstance(plan, MachineQueues):
         raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.QUEUES.value}) "
                             f"returned {type(plan).__name__}, expected a MachineQueues")
-    trace, queued = decision.trace, decision.queued
-    P = trace.processing
-    starts, taken = [], set()
-    for m, k in _heads(plan, decision):
+    trace, queued, P = decision.trace, decision.queued, decision.trace.processing
+    starts = _heads(plan, decision)
+    taken = set()
+    for m, k in starts:
         if not queued[m] or not math.isfinite(P[m, k]) or m in taken:
             raise SchedoptError(f"policy {policy.name} started job {trace.ids[m]} on "
                                 f"{trace.machines[k]}, where it is not waiting or cannot run "
                                 f"(or twice)")
         taken.add(m)
-        starts.append((m, k))
     # solve seconds are kept for policies that solved an optimization (they report a bound)
     seconds = outcome.solve_seconds if outcome.bound is not None else float("nan")
     return starts, int(outcome.details.get("candidates", waiting)), seconds

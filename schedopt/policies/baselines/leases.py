@@ -56,11 +56,11 @@ def lease_outcome(problem: ThroughputProblem, boundary: LeaseBoundary, running: 
                   seconds: float, algorithm: str) -> Outcome:
     """The decision `running` ((n,) bool: holds GPUs in the next lease) as an Outcome: the
     allocation marks those jobs on the pool's type; the decision is a LeasePlan (`LeaseMask`).
-    Inside a simulation (`problem` is the boundary's) the details are left empty: the engine
-    reads the decision, whose job ids are built only if read."""
+    Inside a simulation (`problem` is the boundary's) the allocation and details are left out:
+    the engine reads the decision, whose job ids are built only if read."""
     plan = LeaseMask.of(boundary, running)
-    if event_of(problem, LeaseBoundary) is boundary:  # one GPU type: the pool
-        return rule_outcome(running[:, None].astype(float), plan, {}, seconds, algorithm)
+    if event_of(problem, LeaseBoundary) is boundary:
+        return rule_outcome(None, plan, {}, seconds, algorithm)
     X = np.zeros((boundary.jobs.num_jobs, len(problem.gpu_types)))
     X[running, tuple(problem.gpu_types).index(boundary.gpu_type)] = 1.0
     details = {"leases": plan.leases, "running": plan.running,

@@ -143,7 +143,7 @@ def queue_outcome(decision: QueueDecision, starts: list[tuple[int, int]], second
     gets one). document=True puts queues, schedule and waiting (job ids) into the details, for
     the result document; inside a simulation (False) they are built only if read."""
     plan = QueueStarts.of(decision, starts)
-    out = dict(details or {})
+    out = {} if details is None else dict(details)
     if document:
         out = {"queues": plan.queues, "schedule": plan.schedule, "waiting": plan.waiting, **out}
     return rule_outcome(None, plan, out, seconds, algorithm)

@@ -115,13 +115,20 @@ class _Classes:
     of_job: np.ndarray
 
 
-def _classes(problem: LevelProblem) -> _Classes:
-    key = np.column_stack([problem.gain, problem.gpus, problem.rising, problem.floors])
+def identical_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, of_row, count): one representative row index per distinct row of the 2-D
+    `key`, each row's class and each class's size (one random projection, checked exactly)."""
     probe = key @ np.random.default_rng(7).uniform(1.0, 2.0, key.shape[1])
     _, first, of_job, count = np.unique(probe, return_index=True, return_inverse=True,
                                         return_counts=True)
     if not np.array_equal(key[first][of_job], key):  # a hash collision: keep every job apart
         first, of_job, count = np.arange(len(key)), np.arange(len(key)), np.ones(len(key), int)
+    return first, of_job, count
+
+
+def _classes(problem: LevelProblem) -> _Classes:
+    first, of_job, count = identical_rows(
+        np.column_stack([problem.gain, problem.gpus, problem.rising, problem.floors]))
     return _Classes(problem.gain[first], problem.gpus[first], problem.rising[first],
                     problem.floors[first], count.astype(float), of_job)
 

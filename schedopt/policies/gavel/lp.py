@@ -31,10 +31,12 @@ from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome, Termination
 from schedopt.policies.gavel.blocks import effective_throughput, fill_leftover, solve_allocation
 from schedopt.core.problem import ThroughputProblem
+from schedopt.policies.gavel.cost import max_priced, merge
 from schedopt.policies.gavel.finish_time import FinishTimeJobs, minimize_max_ratio
 from schedopt.policies.gavel.levels import LevelProblem, LevelSolution, max_level
-from schedopt.policies.gavel.models import (max_min_model, need_model, normalized_throughput,
-                                            row_max, shortfall_model, throughput_model)
+from schedopt.policies.gavel.models import (best_type_fraction, max_min_model, need_model,
+                                            normalized_throughput, row_max, shortfall_model,
+                                            throughput_model)
 from schedopt.policies.gavel.robust import robust_max_min_fairness, worst_case_levels
 from schedopt.policies.gavel.solving import (DECOMPOSITION, Method, as_solver, choose_method,
                                              empty_outcome as _empty, lp_outcome as _outcome,
@@ -359,7 +361,7 @@ def max_total_throughput(problem: ThroughputProblem, solver: Solver | str | None
 
 
 def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
-             slos: bool = True) -> Outcome:
+             slos: bool = True, method: Method = "auto") -> Outcome:
     """Maximize throughput per dollar, sum_m sum_j T[m,j] X[m,j] / cost_j ((steps/s) per $/h).
 
     With `slos`, every job with a deadline and known remaining steps must reach
@@ -367,6 +369,12 @@ def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
     infeasible and lists the jobs whose SLO cannot be met (`infeasible_slos`; `slo_shortfall`
     in steps/s, None for a deadline already passed); its allocation first minimizes the total
     relative shortfall, then maximizes throughput per dollar among those allocations.
+
+    method "decomposition" ("auto" without a named solver): the price decomposition of
+    `cost.max_priced` to a proven gap of 1e-6 (`bound` and `details.gap`); whether the SLOs
+    fit is decided first by one `levels.max_level` solve (max z with every SLO job at z times
+    its need: they fit iff z >= 1, proven either way). SLOs that do not fit are handled by
+    the whole LPs below. "lp": the whole LP on the solver's backend (highs-ipm by default).
     """
     cost = problem.cost_per_hour
     if np.any(~np.isfinite(cost) | (cost <= 0)):
@@ -374,9 +382,17 @@ def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
         raise PolicyError(f"policy min_cost needs cost_per_hour > 0 for every GPU type; "
                           f"missing or zero for {', '.join(missing)}")
     weights = problem.throughput / cost[None, :]
-    solver = lp_solver(as_solver(solver))
-    if not slos or problem.num_jobs == 0:
-        return _max_weighted_throughput(problem, weights, solver)
+    method, solver = choose_method(method, solver)
+    decompose = method == DECOMPOSITION
+    began = time.perf_counter()
+    if not decompose:
+        solver = lp_solver(solver, "highs-ipm")
+    if problem.num_jobs == 0 or not slos:
+        if decompose and problem.num_jobs:
+            return _cost_by_prices(problem, weights, np.zeros(0, int), np.zeros(0), solver,
+                                   began)
+        return _max_weighted_throughput(problem, weights, solver if not decompose
+                                        else lp_solver(solver, "highs-ipm"))
     best = (problem.throughput * problem.runnable).max(axis=1)
     has_slo = np.isfinite(problem.time_to_deadline) & (problem.remaining_steps > 0)
     passed = has_slo & (problem.time_to_deadline <= 0)
@@ -384,6 +400,12 @@ def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
     jobs = np.flatnonzero(has_slo & ~passed & ~hopeless)
     need = problem.remaining_steps[jobs] / problem.time_to_deadline[jobs]  # steps/s
     target = need / best[jobs]  # fraction of the job's best-type time
+    if decompose:
+        if not (passed | hopeless).any() and _slos_may_fit(problem, jobs, target, solver):
+            outcome = _cost_by_prices(problem, weights, jobs, target, solver, began)
+            if outcome.allocation is not None or outcome.termination is Termination.TIME_LIMIT:
+                return outcome
+        solver = lp_solver(solver, "highs-ipm")
     outcome = _max_weighted_throughput(problem, weights, solver, jobs, target)
     if outcome.status is not Status.INFEASIBLE and not (passed | hopeless).any():
         return outcome
@@ -402,6 +424,47 @@ def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
     return Outcome.from_status(outcome.allocation, Status.INFEASIBLE, outcome.objective, None,
                    outcome.solve_seconds, solver.name,
                    {"infeasible_slos": sorted(shortfall), "slo_shortfall": shortfall})
+
+
+def _slos_may_fit(problem: ThroughputProblem, jobs: np.ndarray, target: np.ndarray,
+                  solver: Solver) -> bool:
+    """False when the SLO jobs provably cannot all get their `target` fraction of their best
+    type's throughput at once: the proven upper bound on max z s.t. f[m] @ X[m] >= z target_m
+    (`levels.max_level`) is below 1. (Within its gap of 1, the restricted LPs settle it.)"""
+    if jobs.size == 0 or np.any(target > 1.0):
+        return jobs.size == 0
+    keep = target > 0
+    if not keep.any():
+        return True
+    jobs, target = jobs[keep], target[keep]
+    gain = best_type_fraction(problem)[jobs] / target[:, None]
+    solution = max_level(LevelProblem(gain, problem.scale_factor[jobs], problem.capacity),
+                         solver=solver)
+    return solution.bound >= 1.0
+
+
+def _cost_by_prices(problem: ThroughputProblem, weights: np.ndarray, jobs: np.ndarray,
+                    target: np.ndarray, solver: Solver, began: float) -> Outcome:
+    """`min_cost` by `cost.max_priced` (method decomposition), SLOs known to fit."""
+    tau = np.zeros(problem.num_jobs)
+    tau[jobs] = target
+    runnable = problem.runnable
+    classes, of_job = merge(weights * runnable, best_type_fraction(problem),
+                            problem.scale_factor, tau, runnable, problem.capacity)
+    limit = solver.settings.time_limit
+    solution = max_priced(classes, solver=solver,
+                          deadline=None if limit is None else began + limit)
+    seconds = time.perf_counter() - began
+    details = dict(solution.details)
+    stopped = Termination.TIME_LIMIT if solution.timed_out else None
+    if solution.allocation is None:
+        return Outcome.from_status(None, solution.status, None, None, seconds, DECOMPOSITION,
+                                   details, termination=stopped)
+    X = solution.allocation[of_job]
+    details.update(gap=solution.gap, prices=solution.prices.tolist())
+    return Outcome.from_status(X, solution.status, float(np.sum(weights * runnable * X)),
+                               solution.bound, seconds, DECOMPOSITION, details,
+                               termination=stopped)
 
 
 def _max_weighted_throughput(problem, weights, solver: Solver, slo_jobs=None, slo_target=None):

@@ -19,6 +19,8 @@ f[m,j] = T[m,j] / max_j T[m,j] (the fraction of the job's best-type throughput):
     robust_model         max t   s.t. u[m,j] <= (1 -+ r) (a[m,j] X[m,j] - p[m,j] t),
                                       sum_j u[m,j] >= 0
     stage_model          max C   s.t. level   a[m] @ X[m] - slope_m C >= lower_m
+    priced_model         max sum(weight * X)  s.t. slo f[m] @ X[m] >= target_m (target > 0),
+                                              capacity left after fixed jobs (`cost.py`)
 
 Each builder returns (Model, X); X is the model's first block, so an LP's first M*J columns
 are X in row-major order.
@@ -154,4 +156,28 @@ def stage_model(problem: ThroughputProblem, a: np.ndarray, slope: np.ndarray,
     model.add("level", ((a * row[:, None]) * X).sum(axis=1) - (slope * row) * C
               >= lower * row)
     model.maximize(C)
+    return model, X
+
+
+def priced_model(weight: np.ndarray, gpus: np.ndarray, capacity_left: np.ndarray,
+                 capacity: np.ndarray, fraction: np.ndarray, target: np.ndarray,
+                 allowed: np.ndarray) -> tuple[Model, Variable]:
+    """The restricted LP of `cost.max_priced` over some jobs (or classes):
+
+        max sum(weight * X)  s.t.  sum_j X[m,j] <= 1,
+                                   gpus   sum_m gpus[m] X[m,j] <= capacity_left_j,
+                                   slo    fraction[m] @ X[m] >= target[m]   (target > 0),
+                                   X >= 0, X = 0 where not allowed,
+
+    GPU rows divided by the type's whole `capacity` (its dual / capacity = price per GPU)."""
+    model = Model()
+    X = model.variable("X", weight.shape, lower=0.0, upper=np.where(allowed, np.inf, 0.0))
+    model.add("time", X.sum(axis=1) <= 1.0)
+    scale = 1.0 / np.maximum(capacity, 1e-300)
+    model.add("gpus", ((gpus[:, None] * scale[None, :]) * X).sum(axis=0)
+              <= capacity_left * scale)
+    slo = np.flatnonzero(target > 0)
+    if slo.size:
+        model.add("slo", (fraction[slo] * X[slo]).sum(axis=1) >= target[slo])
+    model.maximize(weight * X)
     return model, X

@@ -163,9 +163,11 @@ class MaxTotalThroughput(FormulationPolicy):
 
 @dataclasses.dataclass(frozen=True)
 class CostOptions:
-    """slos: every job with a deadline and known remaining steps must finish by it."""
+    """slos: every job with a deadline and known remaining steps must finish by it; method:
+    as for max_min_fairness ("auto": the price decomposition unless a solver is named)."""
 
     slos: bool = True
+    method: Method = "auto"
 
 
 class MinCost(FormulationPolicy):
@@ -173,7 +175,7 @@ class MinCost(FormulationPolicy):
     summary = "Maximize throughput per dollar, meeting deadlines as SLOs where given."
     objective_doc = "sum of steps/s divided by $/GPU-hour"
     Options = CostOptions
-    default_solver = "highs-ipm"
+    default_solver = None  # the price decomposition; a named backend solves the whole LP
     formulation = staticmethod(lp.min_cost)
     evaluation = staticmethod(lp.cost_objective)
 

@@ -55,18 +55,20 @@ def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
     machine = np.full(n, -1)
     busy_until = np.full(K, -np.inf)  # machine k is free at time t if busy_until[k] <= t
     running = np.full(K, -1)          # job on machine k, -1 = none (or finished)
-    arrivals = np.lexsort((np.arange(n), trace.arrival))
-    admitted, launched = 0, 0
+    arrivals = trace.arrival_order
+    arrives = trace.arrival[arrivals].tolist()  # seconds, in arrival order
+    P = trace.processing
+    admitted, launched, waiting = 0, 0, 0       # waiting: jobs queued now
     decisions: list[tuple] = []
     bar = progress_bar(n, progress)
-    t = float(trace.arrival[arrivals[0]]) if n else 0.0
+    t = arrives[0] if n else 0.0
     while launched < n:
-        while admitted < n and trace.arrival[arrivals[admitted]] <= t:
+        while admitted < n and arrives[admitted] <= t:
             queued[arrivals[admitted]] = True
             admitted += 1
+            waiting += 1
         free = busy_until <= t
-        if free.any() and queued.any():
-            waiting = int(queued.sum())
+        if waiting and free.any():
             decision = QueueDecision(trace, t, queued, free, busy_until, running, start,
                                      completion)
             starts, candidates, seconds = _contract_step(policy, options, solver, decision,
@@ -74,22 +76,22 @@ def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
             for m, k in starts:
                 queued[m] = False
                 start[m], machine[m] = t, k
-                completion[m] = t + trace.processing[m, k]
+                completion[m] = t + P[m, k]
                 busy_until[k], running[k] = completion[m], m
             decisions.append((t, waiting, candidates, int(free.sum()), len(starts), seconds))
             launched += len(starts)
+            waiting -= len(starts)
             bar.update(len(starts))
-        upcoming = busy_until[busy_until > t]
-        later = [float(upcoming.min())] if upcoming.size else []
+        later = float(busy_until.min(where=busy_until > t, initial=np.inf))  # next completion
         if admitted < n:
-            later.append(float(trace.arrival[arrivals[admitted]]))
-        if not later:
+            later = min(later, arrives[admitted])
+        if later == np.inf:
             if launched < n:  # every machine free, jobs queued, nothing started: a policy bug
                 raise SchedoptError(f"policy {name} left jobs "
                                     f"{', '.join(np.asarray(trace.ids)[queued][:5])} "
                                     f"waiting with every machine free at t={t:.0f} s")
             break
-        t = min(later)
+        t = later
     bar.close()
     frame = _job_frame(trace, start, completion, machine)
     decided = pd.DataFrame(decisions, columns=["time_s", "queued", "candidates", "free_machines",

@@ -31,9 +31,9 @@ import numpy as np
 
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
-from schedopt.core.outcome import Outcome
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.packed.master import Candidates, finish, master_lp, pair_columns, scaling
+from schedopt.policies.packed.master import (Candidates, Stage, Target, fairness_duals, master_lp,
+                                             pair_columns, scaling)
 
 # HiGHS options of the master (`IncrementalProgram.set_option`): primal simplex, because after
 # new columns the basis is still primal feasible; tight tolerances, as the bound is proven.
@@ -42,24 +42,29 @@ MASTER_OPTIONS = (("simplex_strategy", 4), ("primal_feasibility_tolerance", 1e-9
 
 
 def column_generation(problem: ThroughputProblem, cand: Candidates, solver: Solver,
-                      start: tuple | None = None, batch: int | None = None,
-                      max_iterations: int = 1000, tolerance: float = 1e-9,
-                      gap_tolerance: float = 1e-9) -> Outcome:
-    """Solve the space-sharing max-min LP by pricing pair columns in from the master's duals.
+                      target: Target | None = None, start: tuple | None = None,
+                      batch: int | None = None, max_iterations: int = 1000,
+                      tolerance: float = 1e-9, gap_tolerance: float = 1e-9) -> Stage:
+    """Solve the space-sharing LP of `target` (default: max-min fairness) by pricing pair
+    columns in from the master's duals.
 
     solver: a backend with ADD_COLUMNS and DUALS; start: (j, m, m') pair columns to begin
     with; batch: most columns added per round (default max(200, M / 4)); tolerance: smallest
-    reduced cost worth a column (rows are O(1)); solver.settings.time_limit bounds the whole
-    loop, not each master solve."""
+    reduced cost worth a column (rows are O(1)); gap_tolerance: stop once the bound is this
+    close (relative; 0: only when no column prices positive, so the duals are optimal for
+    the LP with every column); solver.settings.time_limit bounds the whole loop, not each
+    master solve."""
     began = time.perf_counter()
     time_limit = solver.settings.time_limit
     M, J = problem.num_jobs, problem.num_types
     batch = batch or max(200, M // 4)
-    Tmax, k = scaling(problem)
+    target = target or Target.max_min(problem)
+    Tmax, k = scaling(problem)[0], target.k
+    floor = np.zeros(M) if target.floor is None else target.floor
     share = problem.scale_factor[:, None] / problem.capacity[None, :]  # GPU-row coefficients
     solo = np.where(problem.runnable, problem.throughput / Tmax[:, None], np.nan)
     pricer = _Pricer(cand)
-    master = solver.with_settings(time_limit=None).incremental(master_lp(problem))
+    master = solver.with_settings(time_limit=None).incremental(master_lp(problem, k, target.floor))
     for name, value in MASTER_OPTIONS:
         master.set_option(name, value)
     added = [np.zeros(0, dtype=np.int64)] * 3  # (j, m, m') of the columns in the master
@@ -74,10 +79,7 @@ def column_generation(problem: ThroughputProblem, cand: Candidates, solver: Solv
         result = master.solve()  # recorded in `solver`: the last one is the final master LP
         lp_seconds += result.solve_seconds
         if result.status is not Status.OPTIMAL:
-            return Outcome.from_status(None, result.status, None, None, time.perf_counter() - began,
-                                       solver.name, {"method": "columns",
-                                                     "termination": result.detail},
-                                       termination=result.reason)
+            return Stage(None, tuple(added), None, False, None, result, {"method": "columns"})
         tic = time.perf_counter()
         pi = result.row_duals
         u, v, y = np.maximum(pi[:M], 0), np.maximum(pi[M:M + J], 0), np.minimum(pi[M + J:], 0)
@@ -91,7 +93,7 @@ def column_generation(problem: ThroughputProblem, cand: Candidates, solver: Solv
             delta = np.maximum(delta, 0.5 * top)
         S = float(-(y @ k))
         if S > 0:
-            bound = min(bound, (u.sum() + v.sum() + delta.sum()) / S)
+            bound = min(bound, (u.sum() + v.sum() + delta.sum() + y @ floor) / S)
         new = _pick(best, partner, tolerance, batch)
         price_seconds += time.perf_counter() - tic
         if new[0].size == 0 or bound - result.objective <= gap_tolerance * abs(bound):
@@ -104,8 +106,8 @@ def column_generation(problem: ThroughputProblem, cand: Candidates, solver: Solv
                "seed_columns": 0 if start is None else start[0].size,
                "candidate_pairs": cand.pairs - cand.pruned, "pruned_pairs": cand.pruned,
                "lp_seconds": lp_seconds, "pricing_seconds": price_seconds}
-    return finish(problem, cand, result.x, *added, float(bound) if np.isfinite(bound) else None,
-                  converged, time.perf_counter() - began, solver.name, details)
+    return Stage(result.x, tuple(added), float(bound) if np.isfinite(bound) else None, converged,
+                 fairness_duals(result.row_duals, problem, k), result, details)
 
 
 class _Pricer:

@@ -62,6 +62,7 @@ from schedopt.core.problem import ThroughputProblem
 from schedopt.instance.model import Instance
 from schedopt.modeling import Expr, Model, Variable
 from schedopt.policies.gavel.models import row_max
+from schedopt.policies.packed.decision import PairedAllocation
 
 GAP_TOLERANCE = 1e-6  # relative gap (bound - objective) / bound for status optimal
 
@@ -202,14 +203,19 @@ def pair_terms(problem: ThroughputProblem, cand: Candidates, P: Expr, pj, pm, pq
 
 
 def space_sharing_model(problem: ThroughputProblem, cand: Candidates | None = None,
-                        pairs: tuple | None = None) -> tuple[Model, Variable, Variable]:
+                        pairs: tuple | None = None, k: np.ndarray | None = None,
+                        floor: np.ndarray | None = None) -> tuple[Model, Variable, Variable]:
     """The LP of the module docstring as a Model over [X (M, J), t, P (pairs)]: every solo
     column and the pair columns `pairs` = (j, m, m') of `cand` (none when None). Rows in order:
-    time (M), GPUs (J), fairness (M), the order `columns.py` reads the duals in."""
+    time (M), GPUs (J), fairness (M), the order `columns.py` reads the duals in.
+    k: (M,) the t coefficients of the fairness rows (default: max-min fairness' k_m); floor:
+    (M,) their right-hand sides (default 0), in units of Tmax_m: the rows read
+    steps_m / Tmax_m - k_m t >= floor_m (`targets.py` uses both)."""
     M, J = problem.num_jobs, problem.num_types
     runnable = problem.runnable
     solo = problem.throughput * runnable
-    Tmax, k = scaling(problem, solo)
+    Tmax, k_fair = scaling(problem, solo)
+    k = k_fair if k is None else k
     model = Model()
     X = model.variable("X", (M, J), upper=np.where(runnable, np.inf, 0.0))
     t = model.variable("t")
@@ -224,14 +230,16 @@ def space_sharing_model(problem: ThroughputProblem, cand: Candidates | None = No
                                           fair_rows + pair_fair)
     model.add("time", time_rows <= 1.0)
     model.add("gpus", gpu_rows <= 1.0)
-    model.add("fairness", fair_rows >= 0.0)
+    model.add("fairness", fair_rows >= (0.0 if floor is None else floor))
     model.maximize(t)
     return model, X, t
 
 
-def master_lp(problem: ThroughputProblem) -> LinearProgram:
-    """The LP over [X (M*J), t] with every solo column and no pair column."""
-    return space_sharing_model(problem)[0].compile()
+def master_lp(problem: ThroughputProblem, k: np.ndarray | None = None,
+              floor: np.ndarray | None = None) -> LinearProgram:
+    """The LP over [X (M*J), t] with every solo column and no pair column (k, floor: as for
+    `space_sharing_model`)."""
+    return space_sharing_model(problem, k=k, floor=floor)[0].compile()
 
 
 def pair_columns(problem: ThroughputProblem, cand: Candidates, pj, pm, pq) -> sp.csc_matrix:
@@ -249,55 +257,173 @@ def pair_columns(problem: ThroughputProblem, cand: Candidates, pj, pm, pq) -> sp
     return A
 
 
-def finish(problem: ThroughputProblem, cand: Candidates, x: np.ndarray, pj, pm, pq,
-           bound: float | None, solved: bool, seconds: float, solver: str,
-           details: dict) -> Outcome:
-    """Outcome from the LP solution x = [X, t, P]: allocation, objective recomputed from it,
-    status optimal only when the relative gap to `bound` is at most GAP_TOLERANCE."""
+@dataclass(frozen=True, eq=False)
+class Target:
+    """What the fairness rows ask (module docstring, with k and floor general):
+    steps_m / Tmax_m - k_m t >= floor_m. The policy's objective is `report(t)` of the largest
+    t an allocation reaches: t itself (max-min fairness), or scale / t (makespan, seconds)."""
+
+    k: np.ndarray
+    floor: np.ndarray | None = None
+    inverse: bool = False
+    scale: float = 1.0
+
+    @classmethod
+    def max_min(cls, problem: ThroughputProblem) -> "Target":
+        return cls(scaling(problem)[1])
+
+    def report(self, t: float | None) -> float | None:
+        if t is None or not self.inverse:
+            return t
+        return self.scale / t if t > 0 else float("inf")
+
+    def level(self, problem: ThroughputProblem, steps: np.ndarray) -> float:
+        """The largest t the rows allow at these (M,) steps/s (floors aside)."""
+        Tmax = scaling(problem)[0]
+        rising = self.k > 0
+        return float(np.min(steps[rising] / (Tmax[rising] * self.k[rising]), initial=np.inf))
+
+
+@dataclass
+class Stage:
+    """One solve of the LP of a `Target`. x = [X, t, P] (None: no solution); pairs: (j, m, m')
+    of x's pair columns; bound: proven upper bound on t (None: none); converged: optimal to
+    the method's tolerance; y: (M,) fairness-row duals scaled so that sum_m -y_m k_m = 1
+    (None: not available); result: the backend's last answer; details: the method's
+    statistics."""
+
+    x: np.ndarray | None
+    pairs: tuple
+    bound: float | None
+    converged: bool
+    y: np.ndarray | None
+    result: object
+    details: dict
+
+
+def paired_allocation(problem: ThroughputProblem, cand: Candidates, x: np.ndarray,
+                      pj, pm, pq) -> PairedAllocation:
+    """The decision in an LP solution x = [X, t, P] (entries under 1e-12 dropped)."""
     M, J = problem.num_jobs, problem.num_types
     X = np.clip(x[: M * J].reshape(M, J), 0.0, 1.0)
     X[X < 1e-12] = 0.0
     P = np.clip(x[M * J + 1:], 0.0, 1.0)
-    P[P < 1e-12] = 0.0
-    used = P > 0
+    used = P >= 1e-12
     pj, pm, pq, P = pj[used], pm[used], pq[used], P[used]
-    paired = (np.bincount(pm * J + pj, P, M * J) + np.bincount(pq * J + pj, P, M * J)).reshape(M, J)
-    steps = (np.einsum("mj,mj->m", problem.throughput * problem.runnable, X)
-             + np.bincount(pm, P * cand.Q[pj, pm, pq], M) + np.bincount(pq, P * cand.Q[pj, pq, pm], M))
-    normalized = problem.scale_factor * steps / (problem.weight * problem.equal_share_throughput)
-    objective = float(normalized.min())
-    gap = None if bound is None else (bound - objective) / max(abs(bound), 1e-12)
-    status = Status.OPTIMAL if solved and gap is not None and gap <= GAP_TOLERANCE else Status.FEASIBLE
-    ids, types = np.asarray(problem.job_ids, dtype=object), np.asarray(problem.gpu_types, dtype=object)
-    gpus = problem.scale_factor[:, None] * X
+    return PairedAllocation(X, pm, pq, pj, P, cand.Q[pj, pm, pq], cand.Q[pj, pq, pm])
+
+
+def outcome_of(problem: ThroughputProblem, decision: PairedAllocation, target: Target,
+               bound: float | None, converged: bool, seconds: float, solver: str | None,
+               details: dict) -> Outcome:
+    """Outcome of a decision: objective `target.report` of its own level (recomputed from
+    the decision, not the LP's t), status optimal only when converged and the relative gap
+    to `bound` (on t) is at most GAP_TOLERANCE; details gain bound, gap, pairs,
+    effective_throughput and gpus_in_use."""
+    steps = decision.steps(problem)
+    level = target.level(problem, steps)
+    gap = None if bound is None else (bound - level) / max(abs(bound), 1e-12)
+    status = Status.OPTIMAL if converged and gap is not None and gap <= GAP_TOLERANCE \
+        else Status.FEASIBLE
     details.update(
-        bound=bound, gap=gap,
-        pairs=[{"jobs": [a, b], "gpu_type": t, "fraction": f} for a, b, t, f in
-               zip(ids[pm].tolist(), ids[pq].tolist(), types[pj].tolist(), P.tolist())],
+        bound=target.report(bound), gap=gap, pairs=decision.pairs(problem),
         effective_throughput=dict(zip(problem.job_ids, steps.tolist())),
-        gpus_in_use=dict(zip(problem.gpu_types, (gpus.sum(axis=0) + np.bincount(
-            pj, problem.scale_factor[pm] * P, J)).tolist())))
-    return Outcome.from_status(X + paired, status, objective, bound, seconds, solver, details)
+        gpus_in_use=dict(zip(problem.gpu_types, decision.gpus_in_use(problem).tolist())))
+    return Outcome.from_status(decision.total(), status, target.report(level),
+                               target.report(bound), seconds, solver, details,
+                               decision=decision)
 
 
-def dense(problem: ThroughputProblem, cand: Candidates, solver: Solver) -> Outcome:
+def failed(stage: Stage, seconds: float, solver: str | None) -> Outcome:
+    """The outcome of a stage without a solution (the backend's status and reason)."""
+    result = stage.result
+    return Outcome.from_status(None, result.status, None, None, seconds, solver,
+                               stage.details | {"termination": result.detail},
+                               termination=result.reason)
+
+
+def fairness_duals(pi: np.ndarray | None, problem: ThroughputProblem,
+                   k: np.ndarray) -> np.ndarray | None:
+    """The fairness rows' duals (y <= 0) scaled so that sum_m -y_m k_m = 1 (None: no duals)."""
+    if pi is None:
+        return None
+    M, J = problem.num_jobs, problem.num_types
+    y = np.minimum(pi[M + J:], 0.0)
+    S = float(-(y @ k))
+    return y / S if S > 0 else None
+
+
+def dense_stage(problem: ThroughputProblem, cand: Candidates, solver: Solver,
+                target: Target) -> Stage:
     """Every candidate pair column in one LP (the reference for column generation)."""
-    start = time.perf_counter()
     pj, pm, pq = cand.upper_pairs()
-    n = pj.shape[0]
-    result = solver.solve(space_sharing_model(problem, cand, (pj, pm, pq))[0].compile())
+    model = space_sharing_model(problem, cand, (pj, pm, pq), target.k, target.floor)[0]
+    result = solver.solve(model.compile())
     details = {"method": "dense", "candidate_pairs": cand.pairs - cand.pruned,
-               "pruned_pairs": cand.pruned, "columns_generated": n}
-    if result.x is None:
-        return Outcome.from_status(None, result.status, None, None, time.perf_counter() - start,
-                                   solver.name, details | {"termination": result.detail},
-                                   termination=result.reason)
-    return finish(problem, cand, result.x, pj, pm, pq, result.bound,
-                  result.status is Status.OPTIMAL, time.perf_counter() - start, solver.name, details)
+               "pruned_pairs": cand.pruned, "columns_generated": pj.shape[0]}
+    return Stage(result.x, (pj, pm, pq), result.bound, result.status is Status.OPTIMAL,
+                 fairness_duals(result.row_duals, problem, target.k), result, details)
 
 
 # What column generation asks of a backend: a loaded LP that takes columns, and its duals.
 COLUMN_GENERATION = Capability.ADD_COLUMNS | Capability.DUALS
+
+
+def prepared(problem: ThroughputProblem, table: PairTable, solver: Solver | str,
+             options: SolveOptions, method: str, prune: bool) -> tuple[Solver, Candidates | None]:
+    """(the Solver, the candidate pairs; None for a problem without jobs), after checking the
+    method, the backend it needs and that every job can run somewhere."""
+    if not isinstance(solver, Solver):
+        solver = Solver(solver, options)
+    if method not in ("columns", "dense"):
+        raise PolicyError(f"method must be 'columns' or 'dense', got {method!r}")
+    if method == "columns" and not solver.supports(COLUMN_GENERATION):
+        raise PolicyError(f"column generation needs a solver that adds columns to a loaded LP "
+                          f"({', '.join(backends_with(COLUMN_GENERATION))}), not "
+                          f"{solver.name!r}; use -o method=dense for other solvers")
+    if problem.num_jobs == 0:
+        return solver, None
+    problem.require_runnable()
+    return solver, Candidates.build(problem, table, prune)
+
+
+def solve_stage(problem: ThroughputProblem, cand: Candidates, solver: Solver, target: Target,
+                method: str, start: tuple | None, **column_options) -> Stage:
+    """The LP of `target` by `method` (columns: started from the pair columns `start`)."""
+    if method == "dense":
+        return dense_stage(problem, cand, solver, target)
+    from schedopt.policies.packed.columns import column_generation
+
+    return column_generation(problem, cand, solver, target, start, **column_options)
+
+
+def empty(problem: ThroughputProblem, solver: Solver) -> Outcome:
+    """The outcome for a problem without jobs."""
+    return Outcome.from_status(np.zeros((0, problem.num_types)), Status.OPTIMAL, None, None,
+                               0.0, solver.name)
+
+
+def solve_target(problem: ThroughputProblem, table: PairTable, target_of, solver: Solver | str,
+                 options: SolveOptions, method: str, prune: bool, seed: bool,
+                 **column_options) -> Outcome:
+    """One LP of the `Target` `target_of(problem)` with space sharing, by `method`."""
+    start = time.perf_counter()
+    solver, cand = prepared(problem, table, solver, options, method, prune)
+    if cand is None:
+        return empty(problem, solver)
+    target = target_of(problem)
+    first = None
+    if method == "columns" and seed:
+        from schedopt.policies.packed.seed import class_seed
+
+        first = class_seed(problem, cand, table.job_type, solver)
+    stage = solve_stage(problem, cand, solver, target, method, first, **column_options)
+    seconds = time.perf_counter() - start
+    if stage.x is None:
+        return failed(stage, seconds, solver.name)
+    decision = paired_allocation(problem, cand, stage.x, *stage.pairs)
+    return outcome_of(problem, decision, target, stage.bound, stage.converged, seconds,
+                      solver.name, stage.details)
 
 
 def max_min_fairness_packed(problem: ThroughputProblem, table: PairTable,
@@ -311,27 +437,5 @@ def max_min_fairness_packed(problem: ThroughputProblem, table: PairTable,
     the pairs of the LP over classes of interchangeable jobs (`seed.class_seed`; seed=False
     starts from no pair), or "dense" (one LP with every candidate pair, any LP backend).
     `prune=False` keeps the pairs that cannot help."""
-    if not isinstance(solver, Solver):
-        solver = Solver(solver, options)
-    if problem.num_jobs == 0:
-        return Outcome.from_status(np.zeros((0, problem.num_types)), Status.OPTIMAL, None, None,
-                                   0.0, solver.name)
-    problem.require_runnable()
-    start = time.perf_counter()
-    cand = Candidates.build(problem, table, prune)
-    if method == "dense":
-        outcome = dense(problem, cand, solver)
-    elif method == "columns":
-        if not solver.supports(COLUMN_GENERATION):
-            raise PolicyError(f"column generation needs a solver that adds columns to a loaded LP "
-                              f"({', '.join(backends_with(COLUMN_GENERATION))}), not "
-                              f"{solver.name!r}; use -o method=dense for other solvers")
-        from schedopt.policies.packed.columns import column_generation
-        from schedopt.policies.packed.seed import class_seed
-
-        first = class_seed(problem, cand, table.job_type, solver) if seed else None
-        outcome = column_generation(problem, cand, solver, first, **column_options)
-    else:
-        raise PolicyError(f"method must be 'columns' or 'dense', got {method!r}")
-    outcome.solve_seconds = time.perf_counter() - start
-    return outcome
+    return solve_target(problem, table, Target.max_min, solver, options, method, prune, seed,
+                        **column_options)

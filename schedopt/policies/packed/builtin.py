@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from schedopt.policies.packed.policy import MaxMinFairnessPacked
+from schedopt.policies.packed.policy import MaxMinFairnessPacked, MinMakespanPacked, WaterFillingPacked
 
-POLICIES = [MaxMinFairnessPacked()]
+POLICIES = [MaxMinFairnessPacked(), WaterFillingPacked(), MinMakespanPacked()]

@@ -1,5 +1,6 @@
-"""Space sharing: max-min fairness with pairs of jobs co-located on the same GPUs (docs/formulations.md
-section 1, "Space sharing"; Gavel's `max_min_fairness_packed`).
+"""Space sharing: max-min fairness with pairs of jobs co-located on the same GPUs
+(docs/space-sharing.md; Gavel's `max_min_fairness_packed`). `targets.py` reuses the LP with
+other fairness rows (`Target`) for water filling and makespan.
 
 Columns: solo X[m,j] (job m alone on s_m GPUs of type j, a time fraction, as in max-min
 fairness) and pair P[p], p = (m, m', j) with m < m': both jobs share s GPUs of type j, where

@@ -87,17 +87,20 @@ def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
     deadline = data.first_deadline()
     rows: list[tuple] = []
     bar = progress_bar(data.num_jobs, progress)
-    bar.update(int(np.sum(~np.isnan(state.completion))))
+    left = int(np.isnan(state.completion).sum())  # jobs not finished
+    bar.update(data.num_jobs - left)
     lease = 0
-    while np.isnan(state.completion).any():
+    while left:
         now = lease * L
         unfinished = np.isnan(state.completion)
-        if not np.any(unfinished & (data.arrival <= now + EPS_S)):
+        arrived = unfinished & (data.arrival <= now + EPS_S)
+        if not arrived.any():
             lease = int(np.ceil((data.arrival[unfinished].min() - EPS_S) / L))
             now = lease * L
+            arrived = unfinished & (data.arrival <= now + EPS_S)
         if lease > config.max_leases:
             raise SchedoptError(f"the run passed {config.max_leases} leases; raise max_leases")
-        active = np.flatnonzero(unfinished & (data.arrival <= now + EPS_S))
+        active = np.flatnonzero(arrived)
         new = ~state.seen[active]
         state.seen[active] = True
         jobs = data.lease_jobs(active, state.remaining)
@@ -108,6 +111,7 @@ def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
                                       _Context(state, active, new, lease, settings))
         decide_s = time.perf_counter() - clock
         finished = _run_lease(state, active, running, now, settings)
+        left -= finished
         bar.update(finished)
         rows.append((now, int(running.sum()), int(jobs.gpus[running].sum()), decide_s, gap,
                      fallback))

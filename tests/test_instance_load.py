@@ -359,3 +359,115 @@ def test_bundled_instances_are_valid_and_round_trip(path, tmp_path):
     for suffix in (".json", ".yaml"):
         save_instance(inst, tmp_path / f"copy{suffix}")
         assert load_instance(tmp_path / f"copy{suffix}") == inst
+
+
+# --- the columnar fast path (JSON files read into a JobTable) -------------------------------
+
+import pickle
+
+import numpy as np
+
+from schedopt.core.problem import ThroughputProblem
+from schedopt.instance.build import build_instance
+from schedopt.instance.columnar import columnar_instance
+from schedopt.instance.table import JobTable
+
+BUNDLED_JSON = sorted(Path(__file__).resolve().parents[1].joinpath("instances").glob("*.json"))
+PROBLEM_ARRAYS = ("throughput", "scale_factor", "weight", "capacity", "cost_per_hour",
+                  "remaining_steps", "time_since_arrival", "isolated_time", "time_to_deadline")
+
+
+def _ordinary(path: Path) -> Instance:
+    """The instance built job by job from the parsed document (the path before the fast one)."""
+    return build_instance(json.loads(path.read_text()), str(path))
+
+
+def _same_problem(a: ThroughputProblem, b: ThroughputProblem) -> None:
+    assert a.job_ids == b.job_ids and a.gpu_types == b.gpu_types
+    for name in PROBLEM_ARRAYS:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert (a.user is None) == (b.user is None)
+    if a.user is not None:
+        np.testing.assert_array_equal(a.user, b.user)
+        np.testing.assert_array_equal(a.user_weight, b.user_weight)
+        assert a.user_names == b.user_names
+
+
+@pytest.mark.parametrize("path", BUNDLED_JSON, ids=lambda p: p.name)
+def test_fast_path_gives_the_same_instance_and_arrays_as_the_job_by_job_build(path):
+    fast, slow = load_instance(path), _ordinary(path)
+    assert fast == slow and fast.now == slow.now and fast.job_ids == slow.job_ids
+    _same_problem(ThroughputProblem.from_instance(fast), ThroughputProblem.from_instance(slow))
+
+
+def test_fast_path_reads_every_job_field_into_columns(tmp_path):
+    doc = copy.deepcopy(TINY)
+    doc["jobs"].append({"id": "c", "throughput": {"k80": 2.5, "v100": 0}, "isolated_time": 7,
+                        "total_steps": None, "deadline": None, "type": None, "user": None})
+    doc["users"] = {"alice": {"weight": 3}}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(doc))
+    inst = load_instance(path)
+    table = inst.jobs
+    assert isinstance(table, JobTable) and inst == parse_instance(copy.deepcopy(doc))
+    np.testing.assert_array_equal(table.throughput, [[3.5, 1], [4, 0], [0, 2.5]])
+    assert table.ids == ("a", "b", "c") and table.job_type == ["resnet", None, None]
+    assert table.scale_factor.tolist() == [1, 2, 1] and table.weight.tolist() == [2, 1, 1]
+    np.testing.assert_array_equal(table.total_steps, [1000, np.nan, np.nan])
+    np.testing.assert_array_equal(table.deadline, [np.nan, 3600, np.nan])
+    assert table.user == [None, "alice", None] and table.isolated_time.tolist() == [0, 0, 7]
+    assert inst.now == 5.0
+    problem = ThroughputProblem.from_instance(inst)
+    np.testing.assert_array_equal(problem.remaining_steps, [990, np.nan, np.nan])
+    np.testing.assert_array_equal(problem.time_to_deadline, [np.nan, 3600 - 5, np.nan])
+    assert problem.user_weight.tolist() == [3.0, 2.0, 1.0]  # alice, then a and c alone
+
+
+@pytest.mark.parametrize("change, declined", [
+    (lambda d: d["jobs"][0].update(deadline_options=[{"after_s": 10, "value": 1}], deadline=10),
+     True),
+    (lambda d: d["jobs"][1].update(scale_factor=2.0), True),  # an integer to JSON Schema only
+    (lambda d: d["jobs"][1].update(weight=10 ** 30), False),
+    (lambda d: d["jobs"][1].update(total_steps=0, steps_done=0), False),
+])
+def test_documents_load_the_same_whichever_path_reads_them(tmp_path, change, declined):
+    doc = copy.deepcopy(TINY)
+    change(doc)
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc))
+    assert (columnar_instance(path.read_bytes(), str(path)) is None) == declined
+    assert load_instance(path) == parse_instance(copy.deepcopy(doc))
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda d: d["jobs"][1]["throughput"].update(a100=1), "jobs[1].throughput.a100"),
+    (lambda d: d["jobs"][1]["throughput"].pop("k80"), "jobs[1].throughput.k80"),
+    (lambda d: d["jobs"][1].update(id="a"), "jobs[1].id"),
+    (lambda d: d["jobs"][0].update(steps_done=2000), "jobs[0].steps_done"),
+    (lambda d: d["jobs"][1].update(throughput={"v100": 0, "k80": 0}), "jobs[1]"),
+    (lambda d: d["jobs"][0].update(type="bert"), "jobs[0].type"),
+    (lambda d: d["jobs"][1].update(scale_factor=4), "jobs[1].scale_factor"),
+    (lambda d: d.update(performance={"cpu_time": {"zz": 1}}), "performance"),
+])
+def test_cross_field_rules_broken_in_columns_get_the_detailed_report(tmp_path, change, where):
+    doc = copy.deepcopy(TINY)
+    change(doc)
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc))
+    assert columnar_instance(path.read_bytes(), str(path)) is None
+    with pytest.raises(InstanceError) as caught:
+        load_instance(path)
+    assert any(p.path.startswith(where) for p in caught.value.problems), caught.value.problems
+
+
+def test_job_table_behaves_as_the_tuple_of_its_jobs(tmp_path):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(TINY))
+    inst, slow = load_instance(path), parse_instance(copy.deepcopy(TINY))
+    table, jobs = inst.jobs, slow.jobs
+    assert len(table) == 2 and table[0] == jobs[0] and table[-1] == jobs[1]
+    assert table[:1] == jobs[:1] and list(table) == list(jobs) and table == jobs and jobs == table
+    assert table + jobs == jobs + jobs and jobs + table == jobs + jobs
+    assert pickle.loads(pickle.dumps(table)) == jobs
+    assert JobTable.of_jobs(jobs, ("k80", "v100")).throughput.tolist() == [[1, 3.5], [0, 4]]
+    assert table.reordered(("k80", "v100")).throughput.tolist() == [[1, 3.5], [0, 4]]

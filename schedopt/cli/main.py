@@ -114,13 +114,12 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
             fail(f"policy {chosen.name} solves no LP, so there is nothing to export")
         from schedopt.backends.mps import write_mps
         write_mps(program, export_mps)
-    document = result.to_dict()
+    document = result.to_json() + b"\n" if output is not None or as_json else b""
     if output is not None:
-        write_atomically(output, json.dumps(document, indent=1, allow_nan=False) + "\n",
-                         inputs=[file], what="result document")
+        write_atomically(output, document, inputs=[file], what="result document")
         interrupts.progress(f"wrote {output}")
     if as_json:
-        click.echo(json.dumps(document, indent=1, allow_nan=False))
+        click.echo(document.decode(), nl=False)
     else:
         click.echo(render.summary(result, chosen.objective_doc))
         click.echo()

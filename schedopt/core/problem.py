@@ -90,28 +90,23 @@ class ThroughputProblem:
     @classmethod
     def from_instance(cls, instance: Instance) -> "ThroughputProblem":
         types = instance.cluster.type_names
-        jobs = instance.jobs
-        nan = float("nan")
+        table = instance.job_table  # columns; no per-job objects for a file read as a table
         gpu = instance.cluster.gpu_types
-        deadline = np.array([nan if job.deadline is None else job.deadline for job in jobs])
-        since = np.array([instance.now - job.arrival_time for job in jobs], dtype=float)
-        weight = np.array([job.weight for job in jobs], dtype=float)
+        since = instance.now - table.arrival_time
         return cls(
-            job_ids=instance.job_ids,
+            job_ids=table.ids,
             gpu_types=types,
-            throughput=np.array([[job.throughput[t] for t in types] for job in jobs],
-                                dtype=float).reshape(len(jobs), len(types)),
-            scale_factor=np.array([job.scale_factor for job in jobs], dtype=float),
-            weight=weight,
+            throughput=table.throughput.copy(),  # the instance's own columns stay untouched
+            scale_factor=table.scale_factor.astype(float),
+            weight=table.weight.copy(),
             capacity=np.array([gpu[t].count for t in types], dtype=float),
-            cost_per_hour=np.array([nan if gpu[t].cost_per_hour is None else gpu[t].cost_per_hour
+            cost_per_hour=np.array([np.nan if gpu[t].cost_per_hour is None else gpu[t].cost_per_hour
                                     for t in types], dtype=float),
-            remaining_steps=np.array([nan if job.remaining_steps is None else job.remaining_steps
-                                      for job in jobs], dtype=float),
+            remaining_steps=table.remaining_steps,
             time_since_arrival=since,
-            isolated_time=np.array([job.isolated_time for job in jobs], dtype=float),
-            time_to_deadline=deadline - since,
-            **user_fields([job.user for job in jobs], instance.users, weight),
+            isolated_time=table.isolated_time.copy(),
+            time_to_deadline=table.deadline - since,
+            **user_fields(table.user, instance.users, table.weight),
             instance=instance,
         )
 

@@ -7,6 +7,8 @@ Python floats (steps/s, seconds, $/GPU-hour) and counts ints.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from schedopt.instance.model import (
     Cluster, Colocation, CpuMachine, DeadlineOption, GpuType, Instance, Job, Node,
     ParameterServerSpec, Performance, TaskDemand, frozen_map,
@@ -78,8 +80,9 @@ def _job(j: dict, table: dict, types: list[str]) -> Job:
     )
 
 
-def build_instance(doc: dict, source: str) -> Instance:
-    """The dataclasses of a document that passed validation (it is trusted here)."""
+def build_instance(doc: dict, source: str, jobs: Sequence[Job] | None = None) -> Instance:
+    """The dataclasses of a document that passed validation (it is trusted here). `jobs`, when
+    given (a `table.JobTable`), replaces the document's job list."""
     c, p = doc["cluster"], doc.get("performance", {})
     gpu_types = {
         name: GpuType(name, int(e["count"]), int(e.get("gpus_per_node", e["count"])),
@@ -93,7 +96,8 @@ def build_instance(doc: dict, source: str) -> Instance:
     nodes = listed + _derived_nodes(gpu_types, listed)
     cpus = tuple(CpuMachine(m["id"], int(m["cores"])) for m in c.get("cpu_machines", []))
     table = {jt: _row(row) for jt, row in p.get("throughput", {}).items()}
-    jobs = tuple(_job(j, table, list(gpu_types)) for j in doc["jobs"])
+    if jobs is None:
+        jobs = tuple(_job(j, table, list(gpu_types)) for j in doc["jobs"])
     performance = Performance(
         throughput=frozen_map(table),
         colocated=tuple(
@@ -104,7 +108,13 @@ def build_instance(doc: dict, source: str) -> Instance:
         unconsolidated=frozen_map({jt: _row(row) for jt, row in p.get("unconsolidated", {}).items()}),
         cpu_time=frozen_map({jid: float(s) for jid, s in p.get("cpu_time", {}).items()}),
     )
-    now = float(doc["now"]) if "now" in doc else max((j.arrival_time for j in jobs), default=0.0)
+    arrivals = getattr(jobs, "arrival_time", None)  # a JobTable's column
+    if "now" in doc:
+        now = float(doc["now"])
+    elif arrivals is not None:
+        now = float(arrivals.max()) if len(arrivals) else 0.0
+    else:
+        now = max((j.arrival_time for j in jobs), default=0.0)
     cluster = Cluster(frozen_map(gpu_types), nodes, cpus)
     users = frozen_map({name: float(u.get("weight", 1.0)) for name, u in doc.get("users", {}).items()})
     return Instance(cluster, jobs, performance, doc.get("name"), now, source, users)

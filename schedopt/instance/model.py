@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+import numpy as np
+
 from schedopt.errors import SchedoptError
 
 FORMAT = "schedopt-instance/1"
@@ -187,7 +189,7 @@ class Instance:
     (hierarchical water filling; a user the file does not list weighs 1)."""
 
     cluster: Cluster
-    jobs: tuple[Job, ...]
+    jobs: tuple[Job, ...]  # or a table.JobTable, which behaves as one
     performance: Performance
     name: str | None = None
     now: float = 0.0
@@ -196,12 +198,26 @@ class Instance:
 
     @property
     def job_ids(self) -> tuple[str, ...]:
-        return tuple(job.id for job in self.jobs)
+        ids = getattr(self.jobs, "ids", None)  # a JobTable's, without building Jobs
+        return ids if ids is not None else tuple(job.id for job in self.jobs)
+
+    @property
+    def job_table(self):
+        """The jobs as columns (`table.JobTable`, throughput columns in the cluster's GPU type
+        order): the loader's own when it read a table, else built from the Jobs once."""
+        cached = self.__dict__.get("_job_table")
+        if cached is None:
+            from schedopt.instance.table import JobTable
+
+            cached = JobTable.of_jobs(self.jobs, self.cluster.type_names)
+            object.__setattr__(self, "_job_table", cached)
+        return cached
 
     def require_total_steps(self, purpose: str) -> None:
         """SchedoptError naming (up to five of) the jobs without `total_steps`, which `purpose`
         (e.g. "simulated") needs."""
-        missing = [job.id for job in self.jobs if job.total_steps is None]
+        table = self.job_table
+        missing = [table.ids[m] for m in np.flatnonzero(np.isnan(table.total_steps))[:5]]
         if missing:
             raise SchedoptError(f"{self.source or 'trace'}: jobs need total_steps to be "
                                 f"{purpose}; missing for {', '.join(missing[:5])}")

@@ -1,0 +1,154 @@
+"""The columnar fast path: a `.json` instance's jobs decoded straight into a `JobTable`.
+
+`columnar_instance(raw, source)` decodes the jobs with msgspec into typed, untracked records
+(their fields and bounds are those `schema.json` gives a job, or stricter), reads each field as
+one array and checks the cross-field rules on whole arrays; the rest of the document (cluster,
+performance, users: small) goes through the compiled schema validator and the ordinary rules.
+It answers None whenever the document needs the ordinary path: jobs with `deadline_options` or
+`parameter_server`, a value the typed decoder does not take (e.g. a scale factor written 2.0),
+or any rule broken; the detailed checker then reports every problem with today's messages.
+Units as in `model`: steps/s, seconds.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from operator import attrgetter
+from typing import Annotated
+
+import msgspec
+import numpy as np
+
+from schedopt.instance.build import build_instance
+from schedopt.instance.checks import cross_field_problems
+from schedopt.instance.model import Instance
+from schedopt.instance.table import JobTable
+from schedopt.instance.validate import passes_schema
+
+UNSET = msgspec.UNSET
+_AtLeast0 = Annotated[float, msgspec.Meta(ge=0)]
+
+
+class _Head(msgspec.Struct, forbid_unknown_fields=True):
+    """The top level, jobs left undecoded (their row type depends on the GPU types)."""
+
+    format: object
+    cluster: object
+    jobs: msgspec.Raw
+    name: object = UNSET
+    now: object = UNSET
+    performance: object = UNSET
+    users: object = UNSET
+
+
+@lru_cache(maxsize=8)
+def _job_type(gpu_types: tuple[str, ...]) -> type:
+    """The record of one job whose row holds exactly `gpu_types` (bounds as in schema.json)."""
+    row = msgspec.defstruct("Row", [(f"t{k}", _AtLeast0) for k in range(len(gpu_types))],
+                            rename={f"t{k}": t for k, t in enumerate(gpu_types)},
+                            forbid_unknown_fields=True, gc=False)
+    return msgspec.defstruct("Job", [
+        ("id", Annotated[str, msgspec.Meta(min_length=1)]),
+        ("type", str | None, None),
+        ("scale_factor", Annotated[int, msgspec.Meta(ge=1)], 1),
+        ("weight", Annotated[float, msgspec.Meta(gt=0)], 1.0),
+        ("arrival_time", _AtLeast0, 0.0),
+        ("total_steps", _AtLeast0 | None, None),
+        ("steps_done", _AtLeast0, 0.0),
+        ("deadline", _AtLeast0 | None, None),
+        ("user", str | None, None),
+        ("isolated_time", _AtLeast0, 0.0),
+        ("throughput", row | msgspec.UnsetType, UNSET),
+    ], forbid_unknown_fields=True, gc=False)
+
+
+def _strings(jobs: list, key: str) -> list | None:
+    """Each job's `key` (None where null), or None when no job has one."""
+    values = list(map(attrgetter(key), jobs))
+    return None if values.count(None) == len(values) else values
+
+
+def _numbers(jobs: list, key: str) -> np.ndarray:
+    """(M,) float: each job's `key` (None -> nan)."""
+    return np.array(list(map(attrgetter(key), jobs)), dtype=float)
+
+
+def _own_rows(rows: list, J: int) -> np.ndarray:
+    """(len(rows), J) the decoded rows' values, one pass per GPU type."""
+    T = np.empty((len(rows), J))
+    for k in range(J):
+        T[:, k] = np.fromiter(map(attrgetter(f"t{k}"), rows), dtype=float, count=len(rows))
+    return T
+
+
+def _throughput(jobs: list, types: tuple[str, ...], job_type: list | None,
+                table: dict) -> np.ndarray | None:
+    """(M, J) each job's row: its own, else its type's in performance.throughput (None when
+    some job has neither, or the table's row lacks a GPU type)."""
+    rows = list(map(attrgetter("throughput"), jobs))
+    M, J = len(jobs), len(types)
+    if UNSET not in rows:
+        return _own_rows(rows, J)
+    if job_type is None:
+        return None
+    resolved = [row if isinstance(row, dict) else None
+                for row in (table.get(t) if isinstance(t, str) else None for t in job_type)]
+    own = np.array([r is not UNSET for r in rows])
+    if any(r is None for r, mine in zip(resolved, own) if not mine):
+        return None
+    T = np.empty((M, J))
+    T[own] = _own_rows([r for r in rows if r is not UNSET], J)
+    try:
+        T[~own] = np.array([[row[t] for t in types] for row, mine in zip(resolved, own)
+                            if not mine], dtype=float).reshape(-1, J)
+    except KeyError:
+        return None
+    return T
+
+
+def _decode(raw: bytes, kind: type) -> object | None:
+    """`raw` decoded as `kind`, or None when it is not (bad JSON, wrong type, too deep, not
+    UTF-8): the ordinary path then reports it."""
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+
+
+def columnar_instance(raw: bytes, source: str) -> Instance | None:
+    """The Instance in the JSON text `raw`, its jobs as a `JobTable`; None when the document
+    needs the ordinary path (see the module docstring)."""
+    head = _decode(raw, _Head)
+    if head is None:
+        return None
+    rest = {k: getattr(head, k) for k in head.__struct_fields__
+            if getattr(head, k) is not UNSET and k != "jobs"}
+    rest["jobs"] = []
+    if not passes_schema(rest):
+        return None
+    perf = rest.get("performance", {})
+    # Every rule that does not look at jobs, on the small rest of the document.
+    if cross_field_problems({**rest, "performance": {k: v for k, v in perf.items()
+                                                     if k != "cpu_time"}}):
+        return None
+    types = tuple(rest["cluster"]["gpu_types"])
+    jobs = _decode(head.jobs, list[_job_type(types)])
+    if jobs is None:
+        return None
+    ids = list(map(attrgetter("id"), jobs))
+    if len(set(ids)) != len(ids) or not set(perf.get("cpu_time", {})) <= set(ids):
+        return None
+    job_type = _strings(jobs, "type")
+    throughput = _throughput(jobs, types, job_type, perf.get("throughput", {}))
+    if throughput is None or not np.isfinite(throughput).all():
+        return None
+    scale = np.fromiter(map(attrgetter("scale_factor"), jobs), dtype=np.int64, count=len(jobs))
+    total, done = _numbers(jobs, "total_steps"), _numbers(jobs, "steps_done")
+    counts = np.array([rest["cluster"]["gpu_types"][t]["count"] for t in types], dtype=float)
+    if (done > total).any() or not ((throughput != 0) & (scale[:, None] <= counts)).any(1).all():
+        return None  # progress past the total, or a job that can run nowhere
+    table = JobTable(ids, types, throughput, job_type=job_type, scale_factor=scale,
+                     weight=_numbers(jobs, "weight"), arrival_time=_numbers(jobs, "arrival_time"),
+                     total_steps=total, steps_done=done, deadline=_numbers(jobs, "deadline"),
+                     user=_strings(jobs, "user"), isolated_time=_numbers(jobs, "isolated_time"))
+    return build_instance(rest, source, jobs=table)

@@ -20,6 +20,13 @@ fraction}}`, or None when there are no jobs. Job ids may be any sortable keys (G
 included). The hierarchical water filling takes Gavel's `entity_weights` and
 `entity_to_job_mapping` ({entity: [job ids]}). Which names are not offered, and why:
 `UNSUPPORTED`; docs/gavel-adapter.md has the table.
+
+Packed names (`PACKED`): Gavel's scheduler offers job pairs to a policy whose name holds
+`Packing`: `throughputs` then also has a key per pair of jobs (Gavel's JobIdPair: `is_pair()`
+true, `singletons()` its two jobs) whose value per worker type is [steps/s of the first job,
+of the second] while they share GPUs. The adapter reads them as a co-location table with one
+label per job (`build_pair_table`) and returns, as Gavel's packed policies do, each job's solo
+time fractions under its own id and each pair's time fractions under the pair's key.
 """
 
 from __future__ import annotations
@@ -29,10 +36,13 @@ import inspect
 import numpy as np
 
 from schedopt.api import solve
+from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
+from schedopt.core.registry import resolve
 from schedopt.errors import PolicyError
 from schedopt.policies.catalog import GAVEL_ALIASES
 from schedopt.policies.gavel.lp import isolated_throughput
+from schedopt.policies.packed.master import PairTable
 
 _T, _TU = "throughputs", "unflattened_throughputs"
 _W, _WU = "priority_weights", "unflattened_priority_weights"
@@ -83,9 +93,9 @@ _DEFAULTS = {"entity_weights": None, "entity_to_job_mapping": None, "verbose": F
              "return_effective_throughputs": False, "instance_costs": None, "SLOs": None}
 _SLO_DEFAULTS = {"SLOs": None, "num_steps_remaining": None}
 
-_NO_PACKING = ("schedopt has no exact {what} over job pairs (space sharing) yet; only "
-               "max-min fairness has one (schedopt's max_min_fairness_packed, on an instance with "
-               "a co-location table)")
+_NO_PACKING = ("schedopt has no exact {what} over job pairs (space sharing) yet; it has "
+               "max_min_fairness_packed, max_min_fairness_water_filling_packed and "
+               "min_total_duration_packed")
 # Gavel's names that this adapter refuses, and why (one line each).
 UNSUPPORTED: dict[str, str] = {
     "allox": "AlloX decides machine queues, not time fractions; use schedopt's `allox` policy "
@@ -93,14 +103,13 @@ UNSUPPORTED: dict[str, str] = {
     "fifo_packed": _NO_PACKING.format(what="FIFO"),
     "gandiva": "Gandiva's randomized packing is a heuristic, not a formulation; schedopt offers "
                "no equivalent",
-    "max_min_fairness_packed": "Gavel hands pair throughputs keyed by job-id pairs, while "
-                               "schedopt's max_min_fairness_packed reads a co-location table by "
-                               "job type from an Instance; solve that Instance with schedopt",
-    "max_min_fairness_water_filling_packed": _NO_PACKING.format(what="water filling"),
-    "min_total_duration_packed": _NO_PACKING.format(what="makespan policy"),
     "finish_time_fairness_packed": _NO_PACKING.format(what="finish-time fairness"),
     "max_sum_throughput_normalized_by_cost_packed_SLOs": _NO_PACKING.format(what="cost policy"),
 }
+
+# Gavel's packed names this adapter offers (job pairs in `throughputs`, see the docstring).
+PACKED = frozenset({"max_min_fairness_packed", "max_min_fairness_water_filling_packed",
+                    "min_total_duration_packed"})
 
 
 # Backends used when none is named: for the throughput sums, whose optimal faces are wide, an
@@ -202,6 +211,31 @@ def build_problem(throughputs, cluster_spec, scale_factors=None, priority_weight
     return job_ids, problem
 
 
+def _is_pair(job_id) -> bool:
+    return bool(getattr(job_id, "is_pair", lambda: False)())
+
+
+def build_pair_table(throughputs, job_ids: list, gpu_types: list) -> PairTable:
+    """Gavel's pair entries of `throughputs` ({pair: {worker type: [steps/s of the pair's first
+    job, of its second]}}) as a co-location table with one label per job (job m is label m);
+    a pair of jobs without an entry cannot share, nor can one given [0, 0] on a type."""
+    row = {job: m for m, job in enumerate(job_ids)}
+    M = len(job_ids)
+    rate = np.full((len(gpu_types), M, M), np.nan)
+    for key, per_type in throughputs.items():  # Gavel's pairs: its own dict, entry by entry
+        if not _is_pair(key):
+            continue
+        try:
+            a, b = (row[job] for job in key.singletons())
+            for j, name in enumerate(gpu_types):
+                rate[j, a, b], rate[j, b, a] = (float(v) for v in per_type[name])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PolicyError(f"a pair entry of throughputs must name two jobs that have their "
+                              f"own entries and give [steps/s, steps/s] per worker type "
+                              f"(failed at {key}: {exc!r})") from None
+    return PairTable.from_arrays(np.arange(M), rate, labels=[str(job) for job in job_ids])
+
+
 def _signature(params: tuple[str, ...], gavel_name: str) -> inspect.Signature:
     defaults = _SLO_DEFAULTS if gavel_name.endswith("_SLOs") else {}
     return inspect.Signature([
@@ -260,6 +294,8 @@ class GavelPolicy:
         if "instance_costs" in arguments and arguments["instance_costs"] is None:
             arguments["instance_costs"] = dict.fromkeys(next(iter(throughputs.values())), 1.0)
         policy = self._schedopt_policy(arguments)
+        if self.gavel_name in PACKED:
+            return self._packed(throughputs, arguments)
         remaining = arguments.get("num_steps_remaining")
         self._credit_isolated_time(remaining)
         job_ids, problem = build_problem(throughputs, isolated_time=self._isolated_time,
@@ -293,11 +329,40 @@ class GavelPolicy:
         entities are given (Gavel's agnostic variant is the perf one on unit throughputs,
         schedopt's `hierarchical_water_filling_agnostic`)."""
         if arguments.get("entity_to_job_mapping"):
+            if self.gavel_name in PACKED:
+                raise PolicyError(f"{self.name}: water filling among entities is not offered "
+                                  f"with space sharing; call it without entity_to_job_mapping "
+                                  f"(flat water filling over jobs)")
             return ("hierarchical_water_filling" if self.gavel_name.endswith("_perf")
                     else "hierarchical_water_filling_agnostic")
         arguments.pop("entity_weights", None)
         arguments.pop("entity_to_job_mapping", None)
         return f"gavel:{self.gavel_name}"
+
+    def _packed(self, throughputs: dict, arguments: dict) -> dict:
+        """A packed policy on Gavel's singles and pairs: {job: {type: solo time}, pair: {type:
+        time shared}} for every job and every pair key Gavel offered."""
+        singles = {job: row for job, row in throughputs.items() if not _is_pair(job)}
+        job_ids, problem = build_problem(singles, **arguments)
+        table = build_pair_table(throughputs, job_ids, problem.gpu_types)
+        policy, defaults = resolve(f"gavel:{self.gavel_name}")
+        options = policy.parse_options({**defaults, **self.options})
+        outcome = policy.solve_with_table(problem, table, options,
+                                          Solver(self.solver or policy.default_solver))
+        if not outcome.status.has_solution:
+            raise PolicyError(f"{self.name}: no allocation ({outcome.status.value})")
+        decision = outcome.decision
+        allocation = {job: dict(zip(problem.gpu_types, row))
+                      for job, row in zip(job_ids, decision.solo.tolist())}
+        shared = np.zeros((len(job_ids), len(job_ids), problem.num_types))
+        np.add.at(shared, (decision.first, decision.second, decision.gpu), decision.fraction)
+        shared += shared.transpose(1, 0, 2)
+        row = {job: m for m, job in enumerate(job_ids)}
+        for key in throughputs:
+            if _is_pair(key):
+                a, b = (row[job] for job in key.singletons())
+                allocation[key] = dict(zip(problem.gpu_types, shared[a, b].tolist()))
+        return allocation
 
     def _sticky_fifo(self, job_ids: list, problem: ThroughputProblem) -> dict:
         """Gavel's FIFO (base mode): a job keeps the type it was given until it finishes; the

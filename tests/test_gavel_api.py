@@ -36,6 +36,8 @@ EXPECTED_ALIASES = {
     "max_min_fairness_water_filling": "water_filling_agnostic",
     "max_min_fairness_water_filling_perf": "water_filling",
     "max_min_fairness_packed": "max_min_fairness_packed",
+    "max_min_fairness_water_filling_packed": "water_filling_packed",
+    "min_total_duration_packed": "min_makespan_packed",
     "min_total_duration": "min_makespan_agnostic",
     "min_total_duration_perf": "min_makespan",
     "finish_time_fairness": "finish_time_fairness_agnostic",

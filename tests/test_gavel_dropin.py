@@ -19,7 +19,9 @@ import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
-from schedopt.gavel import SIGNATURES, SPEED_BLIND, UNSUPPORTED, get_policy, spread_over_types
+from schedopt.gavel import PACKED, SIGNATURES, SPEED_BLIND, UNSUPPORTED, get_policy, spread_over_types
+from schedopt.policies.packed.master import PairTable
+from test_packed_targets import FullLP, leximin_by_brute_force
 
 TYPES = ["k80", "p100", "v100"]
 
@@ -44,6 +46,7 @@ GAVEL_CLASS_NAMES = {
         "ThroughputNormalizedByCostSum_PackingSLOs",
 }
 SUPPORTED = sorted(set(GAVEL_CLASS_NAMES) - set(UNSUPPORTED))
+UNPACKED = [name for name in SUPPORTED if name not in PACKED]
 
 
 @functools.total_ordering
@@ -72,6 +75,28 @@ class JobId:
         return str(self.n)
 
 
+class JobPair:
+    """Like Gavel's JobIdPair for two jobs: is_pair(), singletons() (the two JobIds)."""
+
+    def __init__(self, a: int, b: int):
+        self.a, self.b = a, b
+
+    def singletons(self):
+        return (JobId(self.a), JobId(self.b))
+
+    def is_pair(self) -> bool:
+        return True
+
+    def __eq__(self, other):
+        return isinstance(other, JobPair) and (self.a, self.b) == (other.a, other.b)
+
+    def __hash__(self):
+        return hash((self.a, self.b))
+
+    def __str__(self):
+        return f"({self.a}, {self.b})"
+
+
 class FakeGavelScheduler:
     """The allocation step of Gavel's scheduler: state dicts in, `policy.name` picks the call."""
 
@@ -82,7 +107,10 @@ class FakeGavelScheduler:
 
     def compute_allocation(self) -> dict:
         s, name = self.state, self.policy.name
-        head = (s["throughputs"], s["scale_factors"])
+        throughputs = s["throughputs"]
+        if self.job_packing():  # Gavel adds its pairs' entries for a packing policy
+            throughputs = {**throughputs, **s.get("pairs", {})}
+        head = (throughputs, s["scale_factors"])
         keywords = {}
         if name == "AlloX_Perf":
             args = head + (s["times_since_start"], s["num_steps_remaining"], s["cluster_spec"])
@@ -161,7 +189,7 @@ def test_unsupported_names_say_why_in_one_line(name):
     assert "\n" not in message and name in message and "not offered" in message
 
 
-@pytest.mark.parametrize("name", SUPPORTED)
+@pytest.mark.parametrize("name", UNPACKED)
 def test_fake_scheduler_gets_schedopts_allocation_for_every_name(name):
     state = gavel_state(5)
     scheduler = FakeGavelScheduler(get_policy(name), state)
@@ -365,3 +393,121 @@ def test_fifo_keeps_running_jobs_on_their_types_as_gavels_base_fifo():
     X = np.array([[second[j][t] for t in TYPES] for j in ids if j != gone])
     sf = np.array([state["scale_factors"][j] for j in ids if j != gone])
     assert np.all(sf @ X <= np.array([state["cluster_spec"][t] for t in TYPES]))
+
+
+# ------------------------------------------------------------------------------ packed names
+
+def packed_state(seed: int, num_jobs: int = 6) -> dict:
+    """gavel_state plus Gavel's pair entries: every pair of equal scale factor, [a, b] steps/s
+    per worker type (0.3-0.95 of each job's solo rate), some measured [0, 0] (cannot share)."""
+    state = gavel_state(seed, num_jobs)
+    rng = np.random.default_rng(seed + 500)
+    ids, T = state["ids"], state["T"]
+    pairs, zero = {}, []
+    for a in range(num_jobs):
+        for b in range(a + 1, num_jobs):
+            if state["scale_factors"][ids[a]] != state["scale_factors"][ids[b]]:
+                continue
+            share = rng.uniform(0.3, 0.95, (2, len(TYPES)))
+            if rng.random() < 0.25:
+                share[:] = 0.0
+                zero.append(JobPair(a, b))
+            pairs[JobPair(a, b)] = {t: [share[0, j] * T[a, j], share[1, j] * T[b, j]]
+                                    for j, t in enumerate(TYPES)}
+    cluster = {"k80": 2, "p100": 1, "v100": 1}  # fewer GPUs than the jobs ask for: pairs help
+    return {**state, "cluster_spec": cluster, "pairs": pairs, "zero_pairs": zero}
+
+
+def hand_table(state: dict) -> PairTable:
+    """The pair entries as a table with one label per job, built here by hand."""
+    M = len(state["ids"])
+    rate = np.full((len(TYPES), M, M), np.nan)
+    for pair, per_type in state["pairs"].items():
+        for j, t in enumerate(TYPES):
+            rate[j, pair.a, pair.b], rate[j, pair.b, pair.a] = per_type[t]
+    return PairTable.from_arrays(np.arange(M), rate)
+
+
+def read_back(state: dict, allocation: dict, p: ThroughputProblem) -> np.ndarray:
+    """(M,) steps/s of each job from Gavel's allocation (solo + pairs), checking the base
+    constraints: time per job <= 1, GPUs per type <= its count, pairs of equal scale factor."""
+    ids = state["ids"]
+    solo = as_matrix(allocation, ids)
+    steps = (state["T"] * solo).sum(1)
+    time = solo.sum(1)
+    gpus = np.asarray(p.scale_factor) @ solo
+    for pair, per_type in state["pairs"].items():
+        for j, t in enumerate(TYPES):
+            f = allocation[pair][t]
+            assert f >= -1e-12
+            if f > 1e-12:
+                assert p.scale_factor[pair.a] == p.scale_factor[pair.b]
+                steps[pair.a] += f * per_type[t][0]
+                steps[pair.b] += f * per_type[t][1]
+                time[pair.a] += f
+                time[pair.b] += f
+                gpus[j] += p.scale_factor[pair.a] * f
+    assert solo.min() >= -1e-12 and time.max() <= 1 + 1e-9
+    assert np.all(gpus <= np.asarray(p.capacity) + 1e-9)
+    return steps
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_names_take_gavels_pairs_and_reach_the_full_lp(seed):
+    state = packed_state(seed)
+    p, table = problem_of(state), hand_table(state)
+    lp = FullLP(p, table)
+    unit = np.asarray(p.weight) * p.equal_share_throughput / np.asarray(p.scale_factor)
+    M = len(state["ids"])
+    used = set()
+    for name in sorted(PACKED):
+        scheduler = FakeGavelScheduler(get_policy(name), state)
+        allocation = scheduler.compute_allocation()
+        assert scheduler.job_packing()
+        assert set(allocation) == set(state["ids"]) | set(state["pairs"])
+        steps = read_back(state, allocation, p)
+        levels = steps / unit
+        if name == "max_min_fairness_packed":
+            best = -lp.maximize(unit, np.zeros(M), np.ones(M, dtype=bool)).fun
+            assert levels.min() == pytest.approx(best, rel=1e-6)
+        elif name == "max_min_fairness_water_filling_packed":
+            np.testing.assert_allclose(levels, leximin_by_brute_force(p, table), rtol=1e-6)
+        else:
+            R = np.asarray(p.remaining_steps)
+            best = 1.0 / -lp.maximize(R, np.zeros(M), R > 0).fun
+            assert np.max(R / steps) == pytest.approx(best, rel=1e-6)
+        for pair in state["zero_pairs"]:  # measured [0, 0]: never given time
+            assert all(v == 0.0 for v in allocation[pair].values())
+        used |= {pair for pair in state["pairs"] if max(allocation[pair].values()) > 1e-9}
+    assert used  # the pairs matter on these instances
+
+
+def test_packed_names_without_pairs_are_the_unpacked_policies():
+    state = gavel_state(3)
+    p = problem_of(state)
+    unit = np.asarray(p.weight) * p.equal_share_throughput / np.asarray(p.scale_factor)
+    X = as_matrix(FakeGavelScheduler(get_policy("max_min_fairness_packed"), state)
+                  .compute_allocation(), state["ids"])
+    assert ((state["T"] * X).sum(1) / unit).min() == pytest.approx(
+        solve(p, "max_min_fairness").objective, rel=1e-7)
+    X = as_matrix(FakeGavelScheduler(get_policy("min_total_duration_packed"), state)
+                  .compute_allocation(), state["ids"])
+    R = np.asarray(p.remaining_steps)
+    assert np.max(R / (state["T"] * X).sum(1)) == pytest.approx(
+        solve(p, "min_makespan").objective, rel=1e-7)
+
+
+def test_packed_water_filling_with_entities_and_bad_pairs_are_one_line_errors():
+    state = packed_state(1)
+    policy = get_policy("max_min_fairness_water_filling_packed")
+    with pytest.raises(PolicyError, match="MaxMinFairnessWaterFilling_Packing.*entities") as error:
+        policy.get_allocation({**state["throughputs"], **state["pairs"]}, state["scale_factors"],
+                              state["priority_weights"], state["cluster_spec"],
+                              entity_to_job_mapping={"u": state["ids"]})
+    assert "\n" not in str(error.value)
+    stray = {JobPair(0, 99): {t: [1.0, 1.0] for t in TYPES}}
+    with pytest.raises(PolicyError, match="pair entry") as error:
+        get_policy("max_min_fairness_packed").get_allocation(
+            {**state["throughputs"], **stray}, state["scale_factors"],
+            state["priority_weights"], state["cluster_spec"])
+    assert "\n" not in str(error.value)

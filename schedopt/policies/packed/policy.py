@@ -71,9 +71,15 @@ class PackedPolicy(Policy):
 
     def solve(self, problem: ThroughputProblem, options: PackedOptions, solver) -> Outcome:
         self.check_instance(problem)
-        return type(self).formulation(problem, PairTable.from_instance(problem.instance), solver,
-                                      method=options.method, prune=options.prune,
-                                      seed=options.seed)
+        return self.solve_with_table(problem, PairTable.from_instance(problem.instance), options,
+                                     solver)
+
+    def solve_with_table(self, problem: ThroughputProblem, table: PairTable,
+                         options: PackedOptions, solver) -> Outcome:
+        """Solve with a pair table given directly (e.g. one label per job, as the Gavel adapter
+        builds from Gavel's per-pair throughputs)."""
+        return type(self).formulation(problem, table, solver, method=options.method,
+                                      prune=options.prune, seed=options.seed)
 
     def objective(self, problem: ThroughputProblem, allocation: Any,
                   options: Any) -> float | None:

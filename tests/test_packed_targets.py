@@ -286,3 +286,17 @@ def test_an_instance_without_a_colocation_table_is_one_line(policy):
         solve(table_instance([]), policy)
     message = str(error.value)
     assert "\n" not in message and policy in message and "co-location table" in message
+
+
+def test_simulating_a_packed_policy_says_what_it_needs_in_one_line():
+    from click.testing import CliRunner
+
+    from schedopt.cli.main import main
+    from test_packed import COLOCATION
+
+    for policy in ("max_min_fairness_packed", "water_filling_packed", "min_makespan_packed"):
+        result = CliRunner().invoke(main, ["simulate", COLOCATION, "-p", policy])
+        assert result.exit_code == 2
+        message = result.output.strip()
+        assert "\n" not in message and policy in message and "co-location table" in message
+        assert "cpu_time" not in message and "CPU machines" not in message

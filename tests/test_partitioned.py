@@ -169,3 +169,35 @@ def test_a_policy_that_cannot_travel_to_workers_is_one_line():
     with pytest.raises(PolicyError, match="cannot be pickled.*executor 'serial'"):
         schedopt.solve(problem, Local(), partitions=2, executor="process")
     assert schedopt.solve(problem, Local(), partitions=2).X is not None  # serial needs no pickle
+
+
+# ------------------------------------------------------------------ packed policies (merge_parts)
+
+@pytest.mark.parametrize("name", ["max_min_fairness_packed", "water_filling_packed",
+                                  "min_makespan_packed"])
+def test_packed_policies_under_pop_merge_pairs_and_report_the_whole_objective(name):
+    from test_packed import reference_objective
+    from schedopt.policies.packed.master import PairTable
+
+    instance = load_instance(ROOT / "instances" / "colocation.json")
+    problem = ThroughputProblem.from_instance(instance)
+    policy = resolve(name)[0]
+    pop = Partitioned(policy, 2, exact_gap=True)
+    outcome = pop.solve(problem, policy.parse_options({}), Solver("highs"))
+    assert outcome.status is Status.FEASIBLE and outcome.objective is not None
+    parts = outcome.details["pop"]["parts"]
+    pairs = outcome.details["pairs"]
+    assert all(parts[a] == parts[b] for a, b in (p["jobs"] for p in pairs))
+    # the objective of the merged allocation and pairs, recomputed here from the document
+    if name == "min_makespan_packed":
+        steps = np.array([outcome.details["effective_throughput"][j] for j in problem.job_ids])
+        active = problem.remaining_steps > 0
+        assert outcome.objective == pytest.approx(
+            np.max(problem.remaining_steps[active] / steps[active]), rel=1e-9)
+        assert outcome.objective >= outcome.details["pop"]["exact_objective"] * (1 - 1e-9)
+    else:
+        assert pairs  # two parts still share GPUs on this instance
+        assert outcome.objective == pytest.approx(
+            reference_objective(problem, PairTable.from_instance(instance), outcome), abs=1e-9)
+        assert outcome.objective <= outcome.details["pop"]["exact_objective"] + 1e-9
+    assert sum(outcome.details["gpus_in_use"].values()) <= problem.capacity.sum() + 1e-9

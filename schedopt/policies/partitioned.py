@@ -42,7 +42,9 @@ RAY_ADDRESS. Serial parts keep the caller's solver and thread setting (HiGHS ref
 count other than the one its process-wide scheduler started with).
 
 Outcome: the coalesced decision; objective = the wrapped policy's `objective()` of it on the
-whole problem (None where the policy has none); status `feasible` (`optimal` only for k = 1
+whole problem (None where the policy has none); a policy whose decision is more than the
+allocation (the packed policies' pairs) offers `merge_parts`, which joins the parts' decisions
+and details, and its `objective()` reads the joined decision; status `feasible` (`optimal` only for k = 1
 when the part was), or a failed part's status; bound: the single part's for k = 1, else None.
 With exact_gap the whole problem is also solved: details["pop"] gains exact_objective,
 exact_seconds and gap (relative, >= 0 when POP is worse), and the bound is the exact solve's.
@@ -143,8 +145,14 @@ class Partitioned(Policy):
         for r, outcome in zip(rows, outcomes):
             if outcome.allocation is not None:
                 X[r] = outcome.allocation
-        return self._coalesced(problem, options, solver, outcomes, X, None,
-                               dict(zip(problem.job_ids, parts.tolist())), start)
+        # A policy whose decision is more than X (e.g. the packed ones' pairs) merges its parts'
+        # decisions and details itself: merge_parts(problem, rows, outcomes) -> (decision, details).
+        decision, details = None, None
+        merge = getattr(self.policy, "merge_parts", None)
+        if merge is not None and all(o.status.has_solution for o in outcomes):
+            decision, details = merge(problem, rows, outcomes)
+        return self._coalesced(problem, options, solver, outcomes, X, decision,
+                               dict(zip(problem.job_ids, parts.tolist())), start, details=details)
 
     # ------------------------------------------------------------------ machine queues
 

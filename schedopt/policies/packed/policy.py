@@ -63,7 +63,11 @@ class PackedPolicy(Policy):
     formulation: ClassVar = staticmethod(max_min_fairness_packed)
 
     def check_instance(self, problem: ThroughputProblem) -> None:
-        super().check_instance(problem)
+        if problem.instance is None:
+            raise PolicyError(f"policy {self.name} needs an instance with a co-location table "
+                              f"(performance.colocated) and the jobs' type labels, and was given "
+                              f"throughput arrays alone (as the simulator's rounds pass them: "
+                              f"space sharing is not simulated yet)")
         if not problem.instance.performance.colocated:
             raise PolicyError(f"policy {self.name} needs a co-location table "
                               f"(performance.colocated: steps/s of pairs of job types sharing a "

@@ -109,6 +109,10 @@ class PackedPolicy(Policy):
             "gpus_in_use": dict(zip(problem.gpu_types, decision.gpus_in_use(problem).tolist()))}
 
 
+LEVEL = ("min over jobs of s*throughput/(weight*equal-share throughput), throughput counting "
+         "paired time (dimensionless)")
+
+
 class MaxMinFairnessPacked(PackedPolicy):
     """Max-min fairness with space sharing (details: pairs, effective_throughput, gpus_in_use,
     bound, gap and the method's statistics)."""
@@ -116,8 +120,7 @@ class MaxMinFairnessPacked(PackedPolicy):
     name = "max_min_fairness_packed"
     summary = ("Max-min fairness with space sharing: pairs of jobs co-located on the same GPUs "
                "(co-location table), exact by column generation.")
-    objective_doc = ("min over jobs of s*throughput/(weight*equal-share throughput), throughput "
-                     "counting paired time (dimensionless)")
+    objective_doc = LEVEL
     formulation = staticmethod(max_min_fairness_packed)
 
 
@@ -128,8 +131,7 @@ class WaterFillingPacked(PackedPolicy):
     name = "water_filling_packed"
     summary = ("Lexicographic max-min fairness (water filling) with space sharing "
                "(co-location table), exact by column generation per level.")
-    objective_doc = ("min over jobs of s*throughput/(weight*equal-share throughput), throughput "
-                     "counting paired time (dimensionless); each job's in job_levels")
+    objective_doc = LEVEL + "; each job's in job_levels"
     formulation = staticmethod(water_filling_packed)
 
 

@@ -82,6 +82,7 @@ def test_any_prices_bound_the_optimum_from_above(seed):
 
 CASES = [  # jobs, GPUs per job, share of jobs with an SLO, tightness, seed
     (300, 0.3, 0.5, 1.0, 4),
+    (1_000, 0.3, 0.5, 1.0, 13),     # one LP over all of them (DIRECT_CLASSES)
     (2_500, 0.3, 0.5, 1.0, 5),      # > DIRECT_CLASSES: prices from a sample, then fix and free
     (2_500, 0.1, 1.0, 0.8, 6),      # every job has an SLO, GPUs scarce
     (2_500, 2.0, 0.3, 1.0, 7),      # GPUs do not bind
@@ -144,3 +145,18 @@ def test_auto_picks_the_decomposition_without_a_solver_and_the_lp_with_one():
     assert solve(p, "min_cost", solver="highs").solver == "highs"
     assert solve(p, "min_cost", method="lp").solver == "highs-ipm"
     assert dataclasses.replace(p).num_jobs == 100
+
+
+def test_a_time_limit_returns_what_it_has_with_a_proven_bound():
+    p = slo_problem(20_000, 0.3, 0.5, 1.0, 14)
+    exact = lp.min_cost(p)
+    assert exact.status is Status.OPTIMAL
+    cut = solve(p, "min_cost", time_limit=1e-4)
+    assert cut.termination.value == "time_limit"
+    if cut.allocation is not None:
+        ref.assert_base_constraints(p, cut.allocation)
+        assert cut.objective <= exact.bound * (1 + 1e-9)
+        assert cut.bound >= exact.objective * (1 - 1e-7)
+    generous = solve(p, "min_cost", time_limit=600)
+    assert generous.status is Status.OPTIMAL
+    assert generous.objective == pytest.approx(exact.objective, rel=1e-9)

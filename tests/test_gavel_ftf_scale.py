@@ -36,7 +36,7 @@ def ratios(p: ThroughputProblem, X: np.ndarray, agnostic: bool = False) -> np.nd
                                  p.time_since_arrival, p.isolated_time, X)
 
 
-CASES = [(300, 0.1, 0), (300, 0.1, 1), (500, 0.3, 2), (200, 2.0, 3), (400, 0.05, 4)]
+CASES = [(300, 0.1, 0), (1_000, 0.1, 1), (500, 0.3, 2), (200, 2.0, 3), (400, 0.05, 4)]
 
 
 @pytest.mark.parametrize("agnostic", [False, True])
@@ -113,3 +113,28 @@ def test_jobs_without_steps_left_get_nothing_and_do_not_count():
     whole = lp.finish_time_fairness(p, "highs", method="lp")
     assert np.all(ours.allocation[::3] == 0.0)
     assert ours.objective == pytest.approx(whole.objective, rel=2e-6)
+
+
+def test_a_job_one_step_from_done_next_to_long_ones():
+    # needs of very different sizes: the level problem's gains span six orders of magnitude
+    p = random_problem(200, 0.1, 11)
+    steps = p.remaining_steps.copy()
+    steps[:3] = [1.0, 5.0, 20.0]
+    p = dataclasses.replace(p, remaining_steps=steps)
+    ours = lp.finish_time_fairness(p)
+    whole = lp.finish_time_fairness(p, "highs", method="lp")
+    assert ours.status is Status.OPTIMAL
+    assert ours.objective == pytest.approx(whole.objective, rel=2e-6)
+    assert ours.bound <= whole.objective * (1 + 1e-12)
+
+
+def test_a_time_limit_stops_the_search_with_a_feasible_allocation_and_a_proven_bound():
+    p = random_problem(3_000, 0.1, 12)
+    exact = lp.finish_time_fairness(p)
+    cut = solve(p, "finish_time_fairness", time_limit=1e-4)
+    assert cut.status is Status.FEASIBLE and cut.termination.value == "time_limit"
+    ref.assert_base_constraints(p, cut.allocation)
+    assert cut.bound <= exact.objective * (1 + 1e-12) and cut.objective >= exact.bound
+    generous = solve(p, "finish_time_fairness", time_limit=600)
+    assert generous.status is Status.OPTIMAL
+    assert generous.objective == pytest.approx(exact.objective, rel=1e-12)

@@ -31,7 +31,7 @@ from schedopt.errors import PolicyError
 from schedopt.core.outcome import Outcome, Termination
 from schedopt.policies.gavel.blocks import effective_throughput, fill_leftover, solve_allocation
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.gavel.cost import max_priced, merge
+from schedopt.policies.gavel.cost import DIRECT_CLASSES as COST_DIRECT, max_priced, merge
 from schedopt.policies.gavel.finish_time import FinishTimeJobs, minimize_max_ratio
 from schedopt.policies.gavel.levels import LevelProblem, LevelSolution, max_level
 from schedopt.policies.gavel.models import (best_type_fraction, max_min_model, need_model,
@@ -401,7 +401,8 @@ def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
     need = problem.remaining_steps[jobs] / problem.time_to_deadline[jobs]  # steps/s
     target = need / best[jobs]  # fraction of the job's best-type time
     if decompose:
-        if not (passed | hopeless).any() and _slos_may_fit(problem, jobs, target, solver):
+        if not (passed | hopeless).any() and (problem.num_jobs <= COST_DIRECT or
+                                              _slos_may_fit(problem, jobs, target, solver)):
             outcome = _cost_by_prices(problem, weights, jobs, target, solver, began)
             if outcome.allocation is not None or outcome.termination is Termination.TIME_LIMIT:
                 return outcome
@@ -430,7 +431,8 @@ def _slos_may_fit(problem: ThroughputProblem, jobs: np.ndarray, target: np.ndarr
                   solver: Solver) -> bool:
     """False when the SLO jobs provably cannot all get their `target` fraction of their best
     type's throughput at once: the proven upper bound on max z s.t. f[m] @ X[m] >= z target_m
-    (`levels.max_level`) is below 1. (Within its gap of 1, the restricted LPs settle it.)"""
+    (`levels.max_level`) is below 1. (Within its gap of 1, the restricted LPs settle it; up to
+    COST_DIRECT jobs the one LP over all of them does, without this check.)"""
     if jobs.size == 0 or np.any(target > 1.0):
         return jobs.size == 0
     keep = target > 0

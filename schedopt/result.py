@@ -29,34 +29,45 @@ def _json(value: object) -> bytes:
     return orjson.dumps(value, option=_JSON_OPTIONS)
 
 
-def _names(strings) -> list[bytes]:
-    """Each string JSON-encoded without its quotes, from one dump: inside an encoded string
-    every quote is escaped, so `","` occurs only between two of them."""
-    return _json(list(strings))[2:-2].split(b'","') if len(strings) else []
+def _padded(pieces: list[bytes]) -> np.ndarray:
+    """(N, W) uint8: each piece's bytes, NUL-padded to the longest (W)."""
+    text = np.array(pieces, dtype="S")
+    return text.view(np.uint8).reshape(len(pieces), text.dtype.itemsize)
 
 
-def _keyed(keys: list[bytes], values: np.ndarray, names: tuple[str, ...] | None) -> bytes:
+def _names(strings) -> np.ndarray:
+    """(M, W) each string JSON-encoded without its quotes (`_padded`), from one dump: inside
+    an encoded string every quote is escaped, so `","` occurs only between two of them."""
+    if not len(strings):
+        return np.zeros((0, 1), dtype=np.uint8)
+    return _padded(_json(list(strings))[2:-2].split(b'","'))
+
+
+def _keyed(keys: np.ndarray, values: np.ndarray, names: tuple[str, ...] | None) -> bytes:
     """The JSON object {key: value} (names None) or {key: {name: value}} for (M,) or (M, J)
-    `values`, written from whole arrays (`keys` from `_names`): numbers never hold `,`, so one
-    dump of all values split at the commas gives each one's text; no per-job dict is built."""
+    `values` (`keys` from `_names`), written from whole arrays: one dump of all the numbers
+    split at its commas, laid out one job per row next to the keys and the punctuation,
+    NUL padding dropped. JSON text never holds a NUL byte (strings escape it), and no per-job
+    object is built."""
     M = len(keys)
     if M == 0:
         return b"{}"
-    numbers = _json(np.ascontiguousarray(values, dtype=float).ravel())[1:-1].split(b",")
-    if names is None:  # key ": value ,"
-        pieces = np.empty((M, 4), dtype=object)
-        pieces[:, 1], pieces[:, 2] = b'":', numbers
-    else:  # key ":{"name": value ,"name": value } ,"
-        J = len(names)
-        pieces = np.empty((M, 2 * J + 3), dtype=object)
+    numbers = _padded(_json(np.ascontiguousarray(values, dtype=float).ravel())[1:-1]
+                      .split(b",")).reshape(M, -1)
+
+    def text(piece: bytes) -> np.ndarray:
+        return np.broadcast_to(np.frombuffer(piece, dtype=np.uint8), (M, len(piece)))
+
+    if names is None:
+        columns = [keys, text(b'":'), numbers, text(b',"')]
+    else:
+        width = numbers.shape[1] // len(names)
+        columns = [keys]
         for k, name in enumerate(names):
-            pieces[:, 1 + 2 * k] = (b'":{' if k == 0 else b",") + _json(name) + b":"
-            pieces[:, 2 + 2 * k] = numbers[k::J]
-        pieces[:, -2] = b"}"
-    pieces[:, 0] = keys
-    pieces[:, -1] = b',"'
-    pieces[-1, -1] = b""
-    return b'{"' + b"".join(pieces.ravel().tolist()) + b"}"
+            columns += [text((b'":{' if k == 0 else b",") + _json(name) + b":"),
+                        numbers[:, k * width:(k + 1) * width]]
+        columns.append(text(b'},"'))
+    return b'{"' + np.hstack(columns).tobytes().replace(b"\0", b"")[:-2] + b"}"
 
 
 @dataclass

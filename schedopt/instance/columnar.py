@@ -69,7 +69,12 @@ def _strings(jobs: list, key: str) -> list | None:
 
 
 def _numbers(jobs: list, key: str) -> np.ndarray:
-    """(M,) float: each job's `key` (None -> nan)."""
+    """(M,) float: each job's `key`, never null."""
+    return np.fromiter(map(attrgetter(key), jobs), dtype=float, count=len(jobs))
+
+
+def _optional(jobs: list, key: str) -> np.ndarray:
+    """(M,) float: each job's `key` (null -> nan)."""
     return np.array(list(map(attrgetter(key), jobs)), dtype=float)
 
 
@@ -143,12 +148,12 @@ def columnar_instance(raw: bytes, source: str) -> Instance | None:
     if throughput is None or not np.isfinite(throughput).all():
         return None
     scale = np.fromiter(map(attrgetter("scale_factor"), jobs), dtype=np.int64, count=len(jobs))
-    total, done = _numbers(jobs, "total_steps"), _numbers(jobs, "steps_done")
+    total, done = _optional(jobs, "total_steps"), _numbers(jobs, "steps_done")
     counts = np.array([rest["cluster"]["gpu_types"][t]["count"] for t in types], dtype=float)
     if (done > total).any() or not ((throughput != 0) & (scale[:, None] <= counts)).any(1).all():
         return None  # progress past the total, or a job that can run nowhere
     table = JobTable(ids, types, throughput, job_type=job_type, scale_factor=scale,
                      weight=_numbers(jobs, "weight"), arrival_time=_numbers(jobs, "arrival_time"),
-                     total_steps=total, steps_done=done, deadline=_numbers(jobs, "deadline"),
+                     total_steps=total, steps_done=done, deadline=_optional(jobs, "deadline"),
                      user=_strings(jobs, "user"), isolated_time=_numbers(jobs, "isolated_time"))
     return build_instance(rest, source, jobs=table)

@@ -126,6 +126,17 @@ def jain_index(values) -> float | None:
     return float(x.sum() ** 2 / (x.size * square)) if x.size and square > 0 else None
 
 
+def _received(t: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """sum_j clip(t - start_j, 0, end_j - start_j) at each time in `t` (machine-seconds run by
+    then), from sorted starts and ends: k t - (sum of the k starts before t), less the same
+    over the ends before t."""
+    def ramp(points: np.ndarray) -> np.ndarray:
+        points = np.sort(points)
+        before = np.searchsorted(points, t, side="right")
+        return before * t - np.concatenate([[0.0], np.cumsum(points)])[before]
+    return ramp(start) - ramp(end)
+
+
 def share_fairness(jobs: pd.DataFrame) -> float | None:
     """Time-averaged Jain index of the users' shares, what AlloX's fairness knob equalizes: at
     time t, the users with a job in the system (arrived, not completed) and their shares
@@ -143,9 +154,15 @@ def share_fairness(jobs: pd.DataFrame) -> float | None:
         return 1.0
     mid, length = (events[:-1] + events[1:]) / 2, np.diff(events)
     _, owner = np.unique(jobs["user"].to_numpy(dtype=str), return_inverse=True)
-    members = np.eye(owner.max() + 1)[owner]                           # (jobs, users) one-hot
-    share = np.clip(mid[:, None] - start, 0.0, processing) @ members     # (intervals, users)
-    active = ((arrival <= mid[:, None]) & (mid[:, None] < completion)) @ members > 0
+    users = owner.max() + 1
+    share = np.zeros((mid.size, users))
+    active = np.zeros((mid.size, users), dtype=bool)
+    for user in range(users):  # per user, sorted times and prefix sums: no jobs x events array
+        mine = owner == user
+        share[:, user] = _received(mid, start[mine], start[mine] + processing[mine])
+        arrived = np.searchsorted(np.sort(arrival[mine]), mid, side="right")
+        left = np.searchsorted(np.sort(completion[mine]), mid, side="right")
+        active[:, user] = arrived > left
     x = np.where(active, share, 0.0)
     square = (x ** 2).sum(axis=1)
     index = np.divide(x.sum(axis=1) ** 2, active.sum(axis=1) * square,

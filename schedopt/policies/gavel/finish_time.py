@@ -35,6 +35,8 @@ from schedopt.policies.gavel.level_hull import build_hulls, cost_on, segment_of
 from schedopt.policies.gavel.levels import LevelProblem, max_level
 
 ROOT_STEPS = 100  # bisection steps on rho for the price certificate (to float resolution)
+LOOSE_WIDTH = 1e-2  # while (upper - lower) / upper is wider than this, probes are solved
+LOOSE_GAP = 1e-3    # to this gap only (they only place the next probe)
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,9 @@ def minimize_max_ratio(jobs: FinishTimeJobs, lower: float, start_X: np.ndarray |
             timed_out = True
             break
         need = jobs.need(probe)
-        solution = max_level(rows.problem(need), start=previous, gap=gap, solver=solver,
+        # far from converged only the prices matter: a loose gap saves restricted LPs
+        loose = gap if upper - lower <= LOOSE_WIDTH * upper else LOOSE_GAP
+        solution = max_level(rows.problem(need), start=previous, gap=loose, solver=solver,
                              deadline=deadline)
         solves += 1
         lps += int(solution.details.get("rounds", 0))

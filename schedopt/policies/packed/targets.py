@@ -18,7 +18,7 @@ only the fairness rows steps_m / Tmax_m - k_m t >= floor_m (`master.Target`):
   Column generation stops a stage only when no pair column prices positive (gap tolerance 0):
   its duals are then optimal for the LP with every pair column, not only for the master.
   Every stage starts from all pair columns of the stages before, whose solution meets the
-  new floors (each floor is lowered by 1e-9 relative against round-off).
+  new floors (each floor is lowered by 1e-8 relative against round-off).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from schedopt.policies.packed.master import (PairTable, Target, empty, failed,
 
 # A rising job freezes when its share of the scaled duals (sum 1) is above this.
 FREEZE = 1e-7
-FLOOR_SLACK = 1e-9
+FLOOR_SLACK = 1e-8
 
 
 def makespan_target(problem: ThroughputProblem) -> Target:

@@ -15,25 +15,40 @@ The loop depends on the kind of decision the policy emits (`policy.decision`):
 
 A trace is an instance whose jobs carry future `arrival_time`s (seconds) and `total_steps`.
 Times are seconds of simulated time; throughputs steps/s. Metrics: `schedopt.simulation.metrics`.
+A long run of an allocation policy can write checkpoints and be resumed from one:
+
+    simulate(trace, "max_min_fairness", checkpoint=CheckpointPlan(Path("run.ckpt"), every_events=50))
+    simulate(trace, "max_min_fairness", resume="run.ckpt")  # after an interrupt: the same result
 """
 
 from __future__ import annotations
+
+import os
 
 from schedopt.core.decisions import DecisionKind
 from schedopt.core.policy import Policy
 from schedopt.core.registry import resolve
 from schedopt.errors import PolicyError
 from schedopt.instance.model import Instance
+from schedopt.simulation.checkpoint import (CheckpointError, CheckpointPlan, Checkpoints,
+                                            options_fingerprint, trace_fingerprint)
 from schedopt.simulation.common import SimulationConfig, SimulationResult, policy_name
 
-__all__ = ["simulate", "SimulationConfig", "SimulationResult"]
+__all__ = ["simulate", "SimulationConfig", "SimulationResult", "CheckpointPlan",
+           "CheckpointError"]
 
 
 def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = SimulationConfig(),
-             progress: bool = False) -> SimulationResult:
+             progress: bool = False, checkpoint: CheckpointPlan | None = None,
+             resume: str | os.PathLike | None = None) -> SimulationResult:
     """Replay `trace` under `policy`: a name `schedopt policies` lists, gavel:NAME,
     MODULE:NAME, or a Policy object. `config.policy_options` are the policy's options (e.g.
-    lease_seconds for chronus, alpha for allox); `progress` shows a bar over finished jobs."""
+    lease_seconds for chronus, alpha for allox); `progress` shows a bar over finished jobs.
+
+    Allocation policies (both modes) can be checkpointed: `checkpoint` says where and how often
+    the run's state is written (and it is written when the run is interrupted); `resume`, a
+    checkpoint file of the same trace, policy and config, continues that run to the result an
+    uninterrupted run gives (schedopt.simulation.checkpoint)."""
     chosen, fixed = resolve(policy) if isinstance(policy, str) else (policy, {})
     if not isinstance(chosen, Policy):
         raise PolicyError(f"simulate expects a policy name or a Policy, got "
@@ -44,7 +59,15 @@ def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = S
         from schedopt.simulation.rounds_loop import run_default
 
         run = run_gavel if config.mode == "gavel" else run_default
-        return run(trace, policy, config, progress)
+        if checkpoint is None and resume is None:
+            return run(trace, policy, config, progress)
+        checkpoints = Checkpoints(f"rounds/{config.mode}", trace_fingerprint(trace),
+                                  options_fingerprint(policy_name(policy), fixed, config),
+                                  checkpoint, resume)
+        return run(trace, policy, config, progress, checkpoints)
+    if checkpoint is not None or resume is not None:
+        raise PolicyError(f"checkpoints cover allocation policies (rounds); {chosen.name} "
+                          f"decides {kind.value}: run it without a checkpoint or resume")
     options = chosen.parse_options({**fixed, **config.policy_options})
     if config.partitions is not None:
         raise PolicyError(f"POP partitions apply to allocation policies in simulation; "

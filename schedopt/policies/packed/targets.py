@@ -92,7 +92,7 @@ def water_filling_packed(problem: ThroughputProblem, table: PairTable,
 
         start = class_seed(problem, cand, table.job_type, solver)
     column_options.setdefault("gap_tolerance", 0.0)
-    first_bound, converged, stages, levels, generated = None, True, 0, [], 0
+    first_bound, converged, stages, levels = None, True, 0, []
     while rising.any():
         target = Target(np.where(rising, k0, 0.0),
                         np.where(rising, 0.0, k0 * level * (1 - FLOOR_SLACK)))
@@ -100,7 +100,6 @@ def water_filling_packed(problem: ThroughputProblem, table: PairTable,
         stages += 1
         if stage.x is None:
             return failed(stage, time.perf_counter() - began, solver.name)
-        generated += stage.details.get("columns_generated", 0)
         t = float(stage.x[M * problem.num_types])
         if first_bound is None:
             first_bound = stage.bound
@@ -117,7 +116,7 @@ def water_filling_packed(problem: ThroughputProblem, table: PairTable,
             break
     decision = paired_allocation(problem, cand, stage.x, *stage.pairs)
     details = dict(stage.details, stages=stages, levels=levels,
-                   columns_generated=int(start[0].size) if method == "columns" else generated)
+                   columns_generated=int(stage.pairs[0].size))
     outcome = outcome_of(problem, decision, Target(k0), first_bound, converged,
                          time.perf_counter() - began, solver.name, details)
     steps = decision.steps(problem)

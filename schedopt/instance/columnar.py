@@ -23,6 +23,7 @@ from schedopt.instance.build import build_instance
 from schedopt.instance.checks import cross_field_problems
 from schedopt.instance.model import Instance
 from schedopt.instance.table import JobTable
+from schedopt.instance.tables import is_table
 from schedopt.instance.validate import passes_schema
 
 UNSET = msgspec.UNSET
@@ -128,6 +129,9 @@ def columnar_instance(raw: bytes, source: str) -> Instance | None:
         return None
     rest = {k: getattr(head, k) for k in head.__struct_fields__
             if getattr(head, k) is not UNSET and k != "jobs"}
+    if not isinstance(rest.get("performance", {}), dict) or \
+            is_table(rest.get("performance", {}).get("throughput")):
+        return None  # the throughput matrix is a table file: `tables` reads it
     rest["jobs"] = []
     if not passes_schema(rest):
         return None

@@ -17,6 +17,7 @@ import yaml
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.build import build_instance
 from schedopt.instance.columnar import columnar_instance
+from schedopt.instance.tables import instance_with_tables, uses_tables
 from schedopt.instance.model import Instance
 from schedopt.instance.checks import cross_field_problems
 from schedopt.instance.validate import find_problems, passes_schema
@@ -85,14 +86,19 @@ def read_document(path: str | os.PathLike) -> object:
     return doc
 
 
-def parse_instance(doc: dict, source: str = "<memory>") -> Instance:
-    """Validate a parsed document (every problem collected) and build the `Instance`.
+def parse_instance(doc: dict, source: str = "<memory>",
+                   base: str | os.PathLike | None = None) -> Instance:
+    """Validate a parsed document (every problem collected) and build the `Instance`. Table
+    files the document names (`{"table": FILE}`) are read relative to `base` (default: the
+    current directory).
 
     Raises InstanceError listing each problem as (source, path like `jobs[3].throughput.k80`, message).
     """
     problems = find_problems(doc)
     if problems:
         raise InstanceError([Problem(source, format_path(path), message) for path, message in problems])
+    if uses_tables(doc):
+        return instance_with_tables(doc, source, base)
     return build_instance(doc, source)
 
 
@@ -103,16 +109,18 @@ def load_instance(path: str | os.PathLike) -> Instance:
     (`validate.passes_schema`), then read into columns with the cross-field rules checked on
     whole arrays (`columnar.columnar_instance`; documents with per-job structures take the
     per-job rules); only a file that fails there goes through the detailed checker, which
-    reports every problem with its path."""
+    reports every problem with its path. Tables the file names are read relative to its
+    folder (`tables`)."""
     raw = _json_bytes(path)
     if raw is not None:
         instance = columnar_instance(raw, str(path))
         if instance is not None:
             return instance
         fast = _fast_json(raw)
-        if fast is not None and passes_schema(fast) and not cross_field_problems(fast):
+        if fast is not None and passes_schema(fast) and not uses_tables(fast) \
+                and not cross_field_problems(fast):
             return build_instance(fast, str(path))
-    return parse_instance(read_document(path), str(path))
+    return parse_instance(read_document(path), str(path), Path(path).parent)
 
 
 def _json_bytes(path: str | os.PathLike) -> bytes | None:

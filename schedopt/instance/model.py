@@ -213,6 +213,31 @@ class Instance:
             object.__setattr__(self, "_job_table", cached)
         return cached
 
+    @classmethod
+    def from_frames(cls, jobs, cluster: Mapping, throughput=None, *, name: str | None = None,
+                    now: float | None = None, users: Mapping | None = None,
+                    performance: Mapping | None = None) -> "Instance":
+        """An instance from pandas DataFrames: `jobs` has a column `id` and any of a job's keys
+        (type, scale_factor, weight, arrival_time (s), total_steps, steps_done, deadline (s),
+        user, isolated_time (s)) as columns, plus one column per GPU type (steps/s) for jobs
+        with their own row; `throughput` (optional) has a column `type` and one per GPU type.
+        `cluster`, `users` and `performance` (colocated, unconsolidated, cpu_time) are as in
+        the document (docs/instance-format.md), e.g. cluster={"gpu_types": {"v100": {"count":
+        8}}}. Raises InstanceError naming each bad cell (`<jobs frame>: row 3, column k80`)."""
+        from schedopt.errors import InstanceError, Problem
+        from schedopt.instance.tables import instance_with_tables
+        from schedopt.instance.validate import find_problems
+        from schedopt.instance.values import format_path
+
+        doc = {"format": FORMAT, "cluster": cluster, "jobs": {"table": "<jobs frame>"}}
+        doc.update({k: v for k, v in (("name", name), ("now", now), ("users", users),
+                                      ("performance", performance)) if v is not None})
+        problems = find_problems(doc)  # everything but the frames, with the usual messages
+        if problems:
+            raise InstanceError([Problem("<frames>", format_path(path), message)
+                                 for path, message in problems])
+        return instance_with_tables(doc, "<frames>", None, jobs=jobs, throughput=throughput)
+
     def require_total_steps(self, purpose: str) -> None:
         """SchedoptError naming (up to five of) the jobs without `total_steps`, which `purpose`
         (e.g. "simulated") needs."""

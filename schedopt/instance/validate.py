@@ -49,7 +49,10 @@ def schema() -> dict:
 
 
 def describe(schema: dict) -> str:
-    """What a (sub)schema accepts, in words: 'a finite number >= 0 or null'."""
+    """What a (sub)schema accepts, in words: 'a finite number >= 0 or null'. For a choice of
+    forms (`anyOf`), the first, main one (a list of jobs rather than a table file)."""
+    if "anyOf" in schema:
+        return describe(_resolve(schema["anyOf"][0]))
     if "const" in schema:
         return repr(schema["const"])
     types = schema.get("type", [])
@@ -73,11 +76,33 @@ def _resolve(sub: dict) -> dict:
     return schema()["$defs"][ref.rsplit("/", 1)[-1]] if ref else sub
 
 
+_JSON_TYPES = {"object": dict, "array": list, "string": str}
+
+
+def _meant(alternatives: list[dict], value: object) -> int:
+    """Which form of an `anyOf` a value that fits none was meant as: the first whose type it
+    has and whose required keys it holds (a mapping with `table` is a table reference), else
+    the first (a mapping of jobs is reported as not being a list, as it always was)."""
+    for k, alternative in enumerate(map(_resolve, alternatives)):
+        kind = _JSON_TYPES.get(alternative.get("type"))
+        if kind is not None and isinstance(value, kind) and \
+                all(key in value for key in alternative.get("required", []) if kind is dict):
+            return k
+    return 0
+
+
 def _schema_problems(doc: dict) -> list[tuple[Path, str]]:
+    return list(dict.fromkeys(_problems_of(_validator().iter_errors(doc))))
+
+
+def _problems_of(errors) -> list[tuple[Path, str]]:
     found = []
-    for err in _validator().iter_errors(doc):
+    for err in errors:
         path, kw, sub, value = tuple(err.absolute_path), err.validator, err.schema, err.instance
-        if kw == "required":
+        if kw == "anyOf":
+            meant = _meant(err.validator_value, value)
+            found += _problems_of(e for e in err.context if e.schema_path[0] == meant)
+        elif kw == "required":
             props = sub.get("properties", {})
             found += [
                 (path + (key,), f"required key is missing (expected {describe(_resolve(props[key]))})")
@@ -95,7 +120,7 @@ def _schema_problems(doc: dict) -> list[tuple[Path, str]]:
             found.append((path, f"expected {describe(sub)}, got {show(value)}"))
         else:  # type, const, minimum, exclusiveMinimum, minLength, minProperties
             found.append((path, f"expected {describe(sub)}, got {show(value)}"))
-    return list(dict.fromkeys(found))
+    return found
 
 
 def _is_plain_scalar(x: object) -> bool:

@@ -293,6 +293,49 @@ def chronus_leases() -> dict:
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# small-tables.json: small-heterogeneous.yaml with its jobs and throughput matrix as CSV tables
+
+TABLE_COLUMNS = ("id", "type", "scale_factor", "weight", "arrival_time", "total_steps",
+                 "steps_done", "deadline", "user", "isolated_time")
+
+
+def csv_text(header: list[str], rows: list[list]) -> str:
+    """A CSV table: an empty cell for an absent value; ids and labels quoted where needed."""
+    def cell(v):
+        if v is None:
+            return ""
+        text = repr(v) if isinstance(v, float) else str(v)
+        return f'"{text}"' if any(c in text for c in ',"\n') else text
+    return "\n".join(",".join(cell(v) for v in row) for row in [header, *rows]) + "\n"
+
+
+def small_tables(small_doc: dict) -> tuple[dict, str, str]:
+    """(instance, jobs CSV, throughput CSV): the same instance as `small(g)`, with
+    `{"table": ...}` in place of its job list and its performance.throughput."""
+    types = list(small_doc["cluster"]["gpu_types"])
+    jobs = csv_text(list(TABLE_COLUMNS), [[j.get(c) for c in TABLE_COLUMNS]
+                                          for j in small_doc["jobs"]])
+    table = small_doc["performance"]["throughput"]
+    throughput = csv_text(["type", *types], [[k, *(table[k][t] for t in types)]
+                                             for k in sorted(table)])
+    doc = {**small_doc, "jobs": {"table": "small-tables-jobs.csv"},
+           "performance": {**small_doc["performance"],
+                           "throughput": {"table": "small-tables-throughput.csv"}}}
+    return doc, jobs, throughput
+
+
+def write_tables(out_dir: str, small_doc: dict) -> None:
+    doc, jobs, throughput = small_tables(small_doc)
+    for name, text in (("small-tables-jobs.csv", jobs),
+                       ("small-tables-throughput.csv", throughput)):
+        with open(os.path.join(out_dir, name), "w", newline="\n") as f:
+            f.write(text)
+        print(f"wrote {os.path.join(out_dir, name)} ({len(text.encode())} bytes)")
+    with open(os.path.join(out_dir, "small-tables.json"), "w", newline="\n") as f:
+        f.write(dumps_json(doc) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("throughputs", help="Gavel's simulation_throughputs.json")
@@ -303,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(args.out, exist_ok=True)
     write(args.out, "tiny.json", tiny())
     write(args.out, "small-heterogeneous.yaml", small(g))
+    write_tables(args.out, small(g))
     write(args.out, "colocation.json", colocation(g))
     write(args.out, "large-2000.json", large(g))
     write(args.out, "chronus-leases.json", chronus_leases())

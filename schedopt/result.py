@@ -102,6 +102,13 @@ class Result:
         return pd.DataFrame(self.X, index=pd.Index(self.job_ids, name="job"),
                             columns=pd.Index(self.gpu_types, name="gpu_type"))
 
+    def to_frame(self) -> pd.DataFrame | None:
+        """One row per job (index `job`): the time fraction on each GPU type (one column per
+        type) and `effective_throughput` (steps/s); None without an allocation."""
+        if self.X is None:
+            return None
+        return self.allocation.assign(effective_throughput=self.effective_throughput)
+
     @property
     def effective_throughput(self) -> pd.Series | None:
         """steps/s: sum_j T[m,j] X[m,j], or details["effective_throughput"] where a policy

@@ -372,7 +372,8 @@ from schedopt.instance.build import build_instance
 from schedopt.instance.columnar import columnar_instance
 from schedopt.instance.table import JobTable
 
-BUNDLED_JSON = sorted(Path(__file__).resolve().parents[1].joinpath("instances").glob("*.json"))
+BUNDLED_JSON = sorted(p for p in Path(__file__).resolve().parents[1].joinpath("instances")
+                      .glob("*.json") if "tables" not in p.name)  # tests/test_tables.py has those
 PROBLEM_ARRAYS = ("throughput", "scale_factor", "weight", "capacity", "cost_per_hour",
                   "remaining_steps", "time_since_arrival", "isolated_time", "time_to_deadline")
 

@@ -78,6 +78,8 @@ def _job_row(i: int, job: dict, perf: dict) -> tuple[Path, dict | None, list[tup
     """The row job `i` resolves to (own `throughput` first, else its `type` in the table), its
     path, and any problem resolving it; row None when it cannot be resolved."""
     jtype, table = job.get("type"), perf.get("throughput")
+    if isinstance(table, dict) and isinstance(table.get("table"), str) and "throughput" not in job:
+        return (), None, []  # the type's row is in a table file: checked once it is read
     if "throughput" in job:
         row = job["throughput"]
         return ("jobs", i, "throughput"), row if isinstance(row, dict) else None, []

@@ -228,7 +228,8 @@ def job_table(frame: pd.DataFrame, file: str, cluster: dict, table_rows: dict) -
                           dtype=object)
         codes, names = pd.factorize(kinds)
         known = np.array([name in table_rows for name in names], dtype=bool)
-        resolved = (codes >= 0) & known[codes]
+        resolved = codes >= 0
+        resolved[resolved] = known[codes[resolved]]
         cells.add(rows[codes < 0], None,
                   lambda r: f"job {ids[r]!r} has neither throughput columns nor a type")
         cells.add(rows[(codes >= 0) & ~resolved], "type",
@@ -239,7 +240,8 @@ def job_table(frame: pd.DataFrame, file: str, cluster: dict, table_rows: dict) -
         throughput[rows[resolved]] = matrix[codes[resolved]]
     total, done = numbers["total_steps"], numbers["steps_done"]
     cells.add(done > total, "steps_done",
-              lambda r: f"expected at most total_steps ({show(total[r])}), got {show(done[r])}")
+              lambda r: f"expected at most total_steps ({show(float(total[r]))}), got "
+                        f"{show(float(done[r]))}")
     scale = numbers["scale_factor"]
     cells.add(scale > counts.max(), "scale_factor",
               lambda r: f"scale_factor {int(scale[r])} is larger than any GPU type's count "

@@ -159,7 +159,7 @@ def test_water_filling_packed_without_helpful_pairs_is_water_filling(seed):
 
 def test_water_filling_packed_raises_the_second_level():
     # a and b share one GPU at 0.8 each; c alone on the other GPU type, where it is fast
-    problem = ThroughputProblem.from_arrays([[1.0, 0.0], [1.0, 0.0], [1.0, 4.0]],
+    problem = ThroughputProblem.from_arrays([[1.0, 0.0], [1.0, 0.0], [1.0, 5.0]],
                                             capacity=[1, 1])
     rate = np.full((2, 3, 3), np.nan)
     rate[0, 0, 1] = rate[0, 1, 0] = 0.8
@@ -168,7 +168,8 @@ def test_water_filling_packed_raises_the_second_level():
     levels = [outcome.details["job_levels"][j] for j in problem.job_ids]
     thr_eq = problem.equal_share_throughput
     # a, b: 0.8 steps/s each (always paired); c: all of type 2 and nothing else
-    assert levels == pytest.approx([0.8 / thr_eq[0], 0.8 / thr_eq[1], 4.0 / thr_eq[2]], rel=1e-9)
+    assert levels == pytest.approx([0.8 / thr_eq[0], 0.8 / thr_eq[1], 5.0 / thr_eq[2]], rel=1e-8)
+    assert outcome.details["stages"] == 2 and levels[2] > levels[0] + 0.05
 
 
 def test_water_filling_packed_needs_dual_values():

@@ -17,8 +17,11 @@ only the fairness rows steps_m / Tmax_m - k_m t >= floor_m (`master.Target`):
   least one job (the scaled duals sum to 1 over the rising jobs), so there are at most M.
   Column generation stops a stage only when no pair column prices positive (gap tolerance 0):
   its duals are then optimal for the LP with every pair column, not only for the master.
-  Every stage starts from all pair columns of the stages before, whose solution meets the
-  new floors (each floor is lowered by 1e-8 relative against round-off).
+  All stages share one master LP (`columns.Master.retarget`): a stage fixes the previous t
+  column at 0, adds a new one with its k, and fixes per-job columns z_m (-1 in fairness row m)
+  at the floors, so the pair columns and the simplex basis carry over and the previous
+  solution (with t = 0) is feasible for the new stage (each floor is lowered by 1e-9 relative
+  against round-off).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from schedopt.policies.packed.master import (PairTable, Target, empty, failed,
 
 # A rising job freezes when its share of the scaled duals (sum 1) is above this.
 FREEZE = 1e-7
-FLOOR_SLACK = 1e-8
+FLOOR_SLACK = 1e-9
 
 
 def makespan_target(problem: ThroughputProblem) -> Target:
@@ -92,11 +95,21 @@ def water_filling_packed(problem: ThroughputProblem, table: PairTable,
 
         start = class_seed(problem, cand, table.job_type, solver)
     column_options.setdefault("gap_tolerance", 0.0)
+    master = None
+    if method == "columns":
+        from schedopt.policies.packed.columns import Master
+
+        master = Master(problem, cand, solver, Target(k0), start, floors=True, **column_options)
     first_bound, converged, stages, levels = None, True, 0, []
     while rising.any():
         target = Target(np.where(rising, k0, 0.0),
                         np.where(rising, 0.0, k0 * level * (1 - FLOOR_SLACK)))
-        stage = solve_stage(problem, cand, solver, target, method, start, **column_options)
+        if master is None:
+            stage = solve_stage(problem, cand, solver, target, method, None)
+        else:
+            if stages:
+                master.retarget(target)
+            stage = master.run()
         stages += 1
         if stage.x is None:
             return failed(stage, time.perf_counter() - began, solver.name)
@@ -111,7 +124,6 @@ def water_filling_packed(problem: ThroughputProblem, table: PairTable,
         level[frozen] = t
         rising &= ~frozen
         levels.append(t)
-        start = stage.pairs
         if not stage.converged:  # a time or iteration limit: stop with what is proven
             break
     decision = paired_allocation(problem, cand, stage.x, *stage.pairs)

@@ -11,13 +11,14 @@ import click
 import numpy as np
 
 from schedopt.api import solve
-from schedopt.cli import render
+from schedopt.cli import interrupts, render
 from schedopt.cli.outputs import check_targets, write_csv
 from schedopt.instance import load_instance
 from schedopt.mechanism.rounds import mechanism_error, run_rounds
 from schedopt.core.registry import resolve
 from schedopt.errors import PolicyError
-from schedopt.simulation import SimulationConfig, simulate
+from schedopt.files import check_output
+from schedopt.simulation import CheckpointError, CheckpointPlan, SimulationConfig, simulate
 from schedopt.mechanism.topology import Topology
 
 def policy_options(texts: tuple[str, ...], aliases: dict[str, tuple[str, object]] = {}) -> dict:
@@ -56,6 +57,27 @@ def result_document(result, trace: Path, mode: str) -> dict:
             "kind": result.kind.value, "summary": result.summary, "jobs": jobs}
 
 
+def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
+                    resume: Path | None, inputs: list[Path]) -> CheckpointPlan | None:
+    """The checkpoint plan of --checkpoint/--checkpoint-every/--checkpoint-seconds (with --resume
+    alone: the resumed file); its target is checked before any work, and each write is what an
+    interrupt reports."""
+    if path is None and resume is None:
+        if every is not None or seconds is not None:
+            raise CheckpointError("--checkpoint-every/--checkpoint-seconds need --checkpoint FILE")
+        return None
+    if resume is not None and not resume.is_file():
+        raise CheckpointError(f"{resume}: no such checkpoint file")
+    target = check_output(path or resume, inputs, "checkpoint")
+    if resume is not None:
+        interrupts.progress(f"checkpoint {resume} is as it was; continue with --resume {resume}")
+
+    def written(where: Path, events: int) -> None:
+        interrupts.progress(f"checkpoint {where} holds {events} rounds; continue with "
+                            f"--resume {where}")
+    return CheckpointPlan(target, every, seconds, on_write=written)
+
+
 @click.command("simulate")
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--policy", "-p", default="max_min_fairness", show_default=True,
@@ -88,21 +110,34 @@ def result_document(result, trace: Path, mode: str) -> dict:
 @click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE",
               help="Policy option, repeatable (e.g. -o robust=0.2 for max_min_fairness, "
                    "-o lease_seconds=600 for chronus, -o alpha=0.5 for allox).")
+@click.option("--checkpoint", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the run's state to this file periodically and when interrupted "
+                   "(allocation policies), to continue it later with --resume.")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --checkpoint: write it every N rounds.")
+@click.option("--checkpoint-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="With --checkpoint: write it every S wall seconds (default 60).")
+@click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Continue the run saved in this checkpoint (same trace and options); it "
+                   "goes on writing checkpoints there unless --checkpoint names another file.")
 def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limit, as_json,
-                     jobs_csv, progress, partitions, executor, perf_error, options):
+                     jobs_csv, progress, partitions, executor, perf_error, options, checkpoint,
+                     checkpoint_every, checkpoint_seconds, resume):
     """Replay TRACE (an instance whose jobs have arrival times and total_steps) under a policy
     of any kind and report its run metrics: for allocation policies JCT, makespan, finish-time
     fairness, deadline misses, utilization and cost; for lease policies SLO misses and
     preemptions; for queue policies per-user JCT and fairness. Times are seconds (tables:
     hours for allocation runs)."""
     check_targets([trace], csv=jobs_csv)
+    plan = checkpoint_plan(checkpoint, checkpoint_every, checkpoint_seconds, resume, [trace])
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
     config = make(round_seconds=round_seconds, seed=seed, solver=solver, time_limit=time_limit,
                   partitions=partitions, executor=executor, perf_error=perf_error,
                   policy_options=policy_options(options))
     show_bar = sys.stderr.isatty() if progress is None else progress
-    result = simulate(instance, policy, config, progress=show_bar)
+    result = simulate(instance, policy, config, progress=show_bar, checkpoint=plan,
+                      resume=resume)
     if jobs_csv is not None:
         write_csv(result.jobs, jobs_csv, [trace])
     if as_json:

@@ -1,0 +1,302 @@
+"""Resumable simulations: a run interrupted at a random round (or in the middle of a solve, or by
+SIGINT/SIGTERM to the CLI) and resumed from its checkpoint ends with exactly the result of an
+uninterrupted run (every per-job number and every round bit for bit; the summary too, except the
+measured wall seconds of the solver calls, which differ between any two runs). A checkpoint of
+another trace or options, or a corrupt one, is one line and exit code 2."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from schedopt.cli.main import main
+from schedopt.instance import load_instance
+from schedopt.simulation import CheckpointError, CheckpointPlan, SimulationConfig, simulate
+from schedopt.simulation.checkpoint import decode, encode
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / "instances" / "small-heterogeneous.yaml"
+SMALL = load_instance(TRACE)
+WALL_SECONDS = {"solve_seconds_mean", "solve_seconds_max"}  # measured, differ run to run
+
+
+class Stop(KeyboardInterrupt):
+    """The interrupt the tests raise."""
+
+
+def assert_same_run(a, b) -> None:
+    pd.testing.assert_frame_equal(a.jobs, b.jobs, check_exact=True)
+    pd.testing.assert_frame_equal(a.rounds, b.rounds, check_exact=True)
+    differ = {k for k in a.summary if k not in WALL_SECONDS
+              and json.dumps(a.summary[k]) != json.dumps(b.summary[k])}
+    assert not differ, {k: (a.summary[k], b.summary[k]) for k in differ}
+    assert set(a.summary) == set(b.summary)
+
+
+def interrupted_then_resumed(policy, config, path: Path, at: list[int], every: int = 3):
+    """Run with checkpoints, interrupted at round at[0]; resume and interrupt at at[1]
+    (counted from the start of the run), ...; the last resume runs to the end."""
+    for stop in at:
+        def hook(events, stop=stop):
+            if events == stop:
+                raise Stop()
+        plan = CheckpointPlan(path, every_events=every, on_event=hook)
+        with pytest.raises(Stop):
+            simulate(SMALL, policy, config, checkpoint=plan,
+                     resume=path if path.exists() else None)
+        assert json.loads(path.read_text())["events"] == stop
+    return simulate(SMALL, policy, config, resume=path)
+
+
+CASES = [
+    ("max_min_fairness", SimulationConfig(round_seconds=1800)),
+    ("finish_time_fairness", SimulationConfig(round_seconds=1800)),
+    ("max_min_fairness", SimulationConfig.gavel_compatible(round_seconds=1800)),
+    ("max_min_fairness_agnostic", SimulationConfig.gavel_compatible(round_seconds=1800, seed=7)),
+    ("max_min_fairness", SimulationConfig(round_seconds=1800, partitions=2, seed=3)),
+    ("max_min_fairness", SimulationConfig.gavel_compatible(round_seconds=1800, partitions=3)),
+    ("finish_time_fairness", SimulationConfig(round_seconds=1800, perf_error=0.2, seed=4)),
+]
+
+
+@pytest.mark.parametrize("policy,config", CASES,
+                         ids=[f"{p}-{c.mode}-pop{c.partitions}-e{c.perf_error}" for p, c in CASES])
+def test_resume_after_interrupts_at_random_rounds_equals_an_uninterrupted_run(tmp_path, policy,
+                                                                              config):
+    full = simulate(SMALL, policy, config)
+    rng = random.Random(hash((policy, config.mode, config.partitions)) % 1000)
+    first = rng.randrange(1, len(full.rounds) // 2)
+    second = rng.randrange(first + 1, len(full.rounds))
+    resumed = interrupted_then_resumed(policy, config, tmp_path / "run.ckpt", [first, second])
+    assert_same_run(full, resumed)
+
+
+def test_the_checkpoint_holds_the_warm_start_pop_parts_and_random_state(tmp_path):
+    path = tmp_path / "run.ckpt"
+    config = SimulationConfig.gavel_compatible(round_seconds=1800, partitions=2)
+    interrupted_then_resumed("max_min_fairness_agnostic", config, path, [40])
+    state = json.loads(path.read_text())["state"]
+    assert "__tuple__" in state["shuffler"]  # random.Random's state
+    parts = decode(state["memory"])["parts"]
+    assert set(parts) <= set(SMALL.job_ids) and set(parts.values()) == {0, 1}
+    path = tmp_path / "default.ckpt"
+    interrupted_then_resumed("max_min_fairness", SimulationConfig(round_seconds=1800),
+                             path, [30])
+    start = decode(json.loads(path.read_text())["state"]["memory"])["start"]
+    assert set(start) == {"prices", "level"}  # the decomposition's warm start
+
+
+@pytest.mark.parametrize("config", [SimulationConfig(round_seconds=1800),
+                                    SimulationConfig.gavel_compatible(round_seconds=1800)],
+                         ids=lambda c: c.mode)
+def test_an_interrupt_inside_a_solve_resumes_to_the_same_run(tmp_path, monkeypatch, config):
+    import schedopt.api
+
+    full = simulate(SMALL, "max_min_fairness", config)
+    real, calls = schedopt.api.solve, [0]
+
+    def solve_then_stop(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 9:
+            raise Stop()
+        return real(*args, **kwargs)
+
+    path = tmp_path / "run.ckpt"
+    monkeypatch.setattr(schedopt.api, "solve", solve_then_stop)
+    with pytest.raises(Stop):  # a cadence that never comes: only the interrupt writes
+        simulate(SMALL, "max_min_fairness", config,
+                 checkpoint=CheckpointPlan(path, every_events=10**9))
+    monkeypatch.setattr(schedopt.api, "solve", real)
+    assert_same_run(full, simulate(SMALL, "max_min_fairness", config, resume=path))
+
+
+def test_a_finished_checkpointed_run_equals_a_plain_one(tmp_path):
+    config = SimulationConfig(round_seconds=1800)
+    plain = simulate(SMALL, "max_min_fairness", config)
+    path = tmp_path / "run.ckpt"
+    checked = simulate(SMALL, "max_min_fairness", config,
+                       checkpoint=CheckpointPlan(path, every_seconds=1e-9))
+    assert_same_run(plain, checked)
+    # written at the start of every pass (rounds and jumps to the next arrival)
+    assert json.loads(path.read_text())["events"] >= len(plain.rounds) - 1
+
+
+def test_encoding_keeps_every_bit():
+    rng = np.random.default_rng(0)
+    floats = np.concatenate([rng.standard_normal(50), [np.nan, np.inf, -np.inf, -0.0, 5e-324]])
+    value = {"f": floats, "i": np.arange(-3, 3), "b": np.array([True, False]),
+             "m": np.zeros((0, 3)), "t": (1, (2.5, None)), "p": {3: (4, 5)}, "s": {"x": [1.0]},
+             "x": 0.1 + 0.2, "n": float("nan")}
+    back = json.loads(json.dumps(encode(value)))
+    back = decode(back)
+    assert back["f"].tobytes() == floats.tobytes()
+    assert back["i"].tolist() == list(range(-3, 3)) and back["i"].dtype == np.int64
+    assert back["b"].dtype == np.bool_ and back["m"].shape == (0, 3)
+    assert back["t"] == (1, (2.5, None)) and back["p"] == {3: (4, 5)} and back["s"] == {"x": [1.0]}
+    assert back["x"] == 0.1 + 0.2 and np.isnan(back["n"])
+
+
+def test_resume_without_a_file_and_bad_cadence_are_one_line_errors(tmp_path):
+    with pytest.raises(CheckpointError, match="cannot read"):
+        simulate(SMALL, "max_min_fairness", resume=tmp_path / "missing.ckpt")
+    with pytest.raises(CheckpointError, match="not both"):
+        CheckpointPlan(tmp_path / "c", every_events=1, every_seconds=1.0)
+
+
+# --------------------------------------------------------------------------------- the CLI
+
+
+def run_cli(*args: str):
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("ckpt") / "run.ckpt"
+    code, _ = run_cli("simulate", TRACE, "--round-seconds", "1800", "--checkpoint", path,
+                      "--checkpoint-every", "50", "--json")
+    assert code == 0 and path.exists()
+    return path
+
+
+def one_line_exit_2(args, expect: str) -> None:
+    code, output = run_cli(*args)
+    assert code == 2, output
+    assert output.count("\n") == 1 and output.startswith("error: ") and expect in output, output
+
+
+@pytest.mark.parametrize("change,expect", [
+    (["--seed", "1"], "other options"),
+    (["--round-seconds", "360"], "other options"),
+    (["--policy", "finish_time_fairness"], "other options"),
+    (["--mode", "gavel"], "'rounds/gavel'"),
+])
+def test_a_checkpoint_of_other_options_is_one_line_exit_2(checkpoint, change, expect):
+    args = ["simulate", TRACE, "--round-seconds", "1800", "--resume", checkpoint]
+    if "--round-seconds" in change:
+        args = args[:2] + args[4:]
+    one_line_exit_2(args + change, expect)
+
+
+def test_a_checkpoint_of_another_trace_is_one_line_exit_2(checkpoint, tmp_path):
+    other = tmp_path / "other.json"
+    from schedopt.instance.save import instance_to_dict
+
+    doc = instance_to_dict(SMALL)
+    doc["jobs"][0]["total_steps"] += 1
+    other.write_text(json.dumps(doc))
+    one_line_exit_2(["simulate", other, "--round-seconds", "1800", "--resume", checkpoint],
+                    "another trace")
+
+
+def corrupted(checkpoint: Path, tmp_path: Path, how: str) -> Path:
+    text = checkpoint.read_text()
+    path = tmp_path / f"{how}.ckpt"
+    if how == "truncated":
+        path.write_text(text[: len(text) // 2])
+    elif how == "bytes":
+        path.write_bytes(bytes(range(256)) * 8)
+    elif how == "format":
+        path.write_text(text.replace("schedopt-checkpoint/1", "schedopt-checkpoint/9"))
+    elif how == "pickle":
+        doc = json.loads(text)
+        doc["state"]["steps"] = {"__array__": ["|O", [1], base64.b64encode(b"cos\nsystem\n").decode()]}
+        path.write_text(json.dumps(doc))
+    elif how == "shape":
+        doc = json.loads(text)
+        doc["state"]["steps"]["__array__"][1] = [3]
+        doc["state"]["steps"]["__array__"][2] = base64.b64encode(np.zeros(3).tobytes()).decode()
+        path.write_text(json.dumps(doc))
+    elif how == "missing":
+        doc = json.loads(text)
+        del doc["state"]["deficit"]
+        path.write_text(json.dumps(doc))
+    elif how == "base64":
+        doc = json.loads(text)
+        doc["state"]["X"]["__array__"][2] = "not base64!"
+        path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("how,expect", [
+    ("truncated", "not a checkpoint"), ("bytes", "not a checkpoint"),
+    ("format", "not a checkpoint"), ("pickle", "corrupt checkpoint"),
+    ("shape", "corrupt checkpoint"), ("missing", "corrupt checkpoint"),
+    ("base64", "corrupt checkpoint"),
+])
+def test_a_corrupt_checkpoint_is_one_line_exit_2(checkpoint, tmp_path, how, expect):
+    path = corrupted(checkpoint, tmp_path, how)
+    one_line_exit_2(["simulate", TRACE, "--round-seconds", "1800", "--resume", path], expect)
+
+
+def test_lease_and_queue_policies_refuse_checkpoints_in_one_line(tmp_path):
+    one_line_exit_2(["simulate", ROOT / "instances" / "chronus-leases.json", "-p", "chronus",
+                     "--checkpoint", tmp_path / "c.ckpt"], "allocation policies")
+    one_line_exit_2(["simulate", ROOT / "instances" / "allox-40.json", "-p", "allox",
+                     "--checkpoint", tmp_path / "c.ckpt"], "allocation policies")
+    assert not (tmp_path / "c.ckpt").exists()
+
+
+def test_checkpoint_over_the_trace_and_cadence_alone_are_refused(tmp_path):
+    one_line_exit_2(["simulate", TRACE, "--checkpoint", TRACE], "over an input")
+    one_line_exit_2(["simulate", TRACE, "--checkpoint-every", "3"], "need --checkpoint")
+    one_line_exit_2(["simulate", TRACE, "--resume", tmp_path / "none.ckpt"], "no such checkpoint")
+
+
+def handles_sigterm(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+@pytest.mark.parametrize("mode", ["default", "gavel"])
+def test_cli_interrupted_by_a_signal_resumes_to_the_same_json(tmp_path, mode):
+    args = [sys.executable, "-m", "schedopt.cli", "simulate", str(TRACE), "--mode", mode,
+            "--round-seconds", "1800", "--json", "--no-progress"]
+    full = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    rng = random.Random(mode)
+    path = tmp_path / "run.ckpt"
+    interrupted = 0
+    for trial in range(2):
+        process = subprocess.Popen(args + ["--checkpoint", str(path), "--checkpoint-every", "10"]
+                                   + (["--resume", str(path)] if path.exists() else []),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not handles_sigterm(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        sent = rng.choice([signal.SIGINT, signal.SIGTERM])
+        time.sleep(rng.uniform(0.9, 2.5))  # loading the trace takes ~0.8 s
+        process.send_signal(sent)
+        out, err = process.communicate(timeout=120)
+        if process.returncode == 0:  # finished before the signal: nothing to resume
+            break
+        assert process.returncode == (130 if sent == signal.SIGINT else 143), err
+        assert err.count("\n") == 1 and "interrupted" in err, err
+        interrupted += 1
+        if path.exists():
+            assert f"--resume {path}" in err
+    if path.exists():
+        out = subprocess.run(args + ["--resume", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+    elif not out:  # interrupted before its first round: nothing to resume from
+        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    assert interrupted  # the signal came before the end at least once
+    resumed = json.loads(out)
+    assert resumed["jobs"] == full["jobs"]
+    assert {k: v for k, v in resumed["summary"].items() if k not in WALL_SECONDS} == \
+        {k: v for k, v in full["summary"].items() if k not in WALL_SECONDS}

@@ -248,3 +248,18 @@ def test_reading_a_table_never_runs_code(tmp_path):
     assert load_instance(path).jobs[1].user == evil and not marker.exists()
     assert set(JOB_COLUMNS) >= {"id", "type", "user"}
     assert list(read_table(tmp_path / "jobs.csv").columns)[:2] == ["id", "type"]
+
+
+def test_csv_reads_the_same_through_pandas_parser_without_pyarrow(tmp_path, monkeypatch):
+    from schedopt.instance import tables
+
+    path = _instance_file(tmp_path, ".csv", ".csv")
+    with_arrow = load_instance(path)
+    monkeypatch.setattr(tables, "_pyarrow", lambda: None)
+    assert load_instance(path) == with_arrow == parse_instance(_document())
+    frame = _jobs_frame().assign(weight=[2, "heavy", None])
+    assert _first_problem(_bad_jobs(tmp_path, frame)).endswith(
+        "row 2, column weight: expected a finite number > 0, got 'heavy'")
+    _write(_jobs_frame(), tmp_path / "jobs.parquet")
+    path.write_text(json.dumps(_document(jobs={"table": "jobs.parquet"})))
+    assert "reading Parquet needs pyarrow: pip install 'schedopt[tables]'" in _first_problem(path)

@@ -301,3 +301,14 @@ def test_simulating_a_packed_policy_says_what_it_needs_in_one_line():
         message = result.output.strip()
         assert "\n" not in message and policy in message and "co-location table" in message
         assert "cpu_time" not in message and "CPU machines" not in message
+
+
+def test_water_filling_packed_stops_at_the_time_limit_with_a_proven_first_level():
+    from schedopt.backends import SolveOptions
+
+    problem, table = random_case(1)  # several stages
+    full = water_filling_packed(problem, table)
+    assert full.details["stages"] > 1
+    cut = water_filling_packed(problem, table, options=SolveOptions(time_limit=1e-9))
+    assert cut.status is Status.FEASIBLE and cut.details["stages"] == 1
+    assert cut.objective <= full.objective + 1e-9 <= cut.bound + 2e-9  # the bound stays proven

@@ -76,8 +76,10 @@ def water_filling_packed(problem: ThroughputProblem, table: PairTable,
                          **column_options) -> Outcome:
     """Lexicographic max-min fairness with space sharing by progressive filling (module
     docstring). Objective: the smallest level (max-min fairness' optimum), bound: the first
-    stage's; details as max_min_fairness_packed's plus job_levels (each job's level, the
-    leximin vector), levels (the distinct stage levels) and stages."""
+    stage's; details as max_min_fairness_packed's (the method's statistics: the last stage's)
+    plus job_levels (each job's level, the leximin vector), levels (the distinct stage levels)
+    and stages. solver.settings.time_limit bounds the whole filling: past it, the stages done
+    so far are kept and the status is feasible."""
     began = time.perf_counter()
     solver, cand = prepared(problem, table, solver, options, method, prune)
     if not solver.supports(Capability.DUALS):
@@ -124,7 +126,10 @@ def water_filling_packed(problem: ThroughputProblem, table: PairTable,
         level[frozen] = t
         rising &= ~frozen
         levels.append(t)
-        if not stage.converged:  # a time or iteration limit: stop with what is proven
+        limit = solver.settings.time_limit
+        if limit is not None and rising.any() and time.perf_counter() - began > limit:
+            converged = False
+        if not converged:  # a time or iteration limit: stop with what is proven
             break
     decision = paired_allocation(problem, cand, stage.x, *stage.pairs)
     details = dict(stage.details, stages=stages, levels=levels,

@@ -1,16 +1,21 @@
-"""Loading a large instance: parser and schema validator choices, side by side in one run.
+"""Loading a large instance: parser, validator and table reader choices, side by side in one run.
 
     python benchmarks/loading.py [--jobs 100000] [--repeats 3]
 
 Writes a random JSON instance of JOBS jobs on 3 GPU types to a temporary file, then times (best
-of REPEATS, wall seconds): parsing with json and orjson; schema validation with jsonschema (the
-detailed checker that reports every problem), fastjsonschema and jsonschema-rs; and
-`load_instance` end to end. fastjsonschema is measured only if installed.
+of REPEATS, wall seconds): parsing with json, orjson (with and without the cyclic garbage
+collector running) and msgspec's typed decoding into the columnar loader's job records; schema
+validation with jsonschema (the detailed checker that reports every problem), fastjsonschema
+and jsonschema-rs; building the Instance one Job object per job (the path before the columnar
+one); `load_instance` end to end; and the same jobs as a CSV and a Parquet table: pandas' CSV
+parser, pyarrow's, pyarrow's Parquet reader, and `load_instance` of an instance naming each.
+fastjsonschema and pyarrow are measured only if installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import tempfile
 import time
@@ -19,6 +24,11 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+import msgspec
+import pandas as pd
+
+from schedopt.instance.build import build_instance
+from schedopt.instance.columnar import _job_type
 from schedopt.instance.load import load_instance
 from schedopt.instance.validate import _schema_problems, passes_schema, schema
 
@@ -43,6 +53,38 @@ def best(fn, repeats: int) -> float:
     return min(times)
 
 
+def without_gc(fn):
+    gc.disable()
+    try:
+        return fn()
+    finally:
+        gc.enable()
+
+
+def table_rows(doc: dict, folder: Path, repeats: int) -> list[tuple[str, str, float]]:
+    """The same jobs as CSV and Parquet tables: readers side by side, and load_instance."""
+    frame = pd.DataFrame([{"id": j["id"], "scale_factor": j["scale_factor"], **j["throughput"]}
+                          for j in doc["jobs"]])
+    frame.to_csv(folder / "jobs.csv", index=False)
+    rows = [("read CSV", "pandas (C parser)",
+             best(lambda: pd.read_csv(folder / "jobs.csv", dtype={"id": str}), repeats))]
+    try:
+        from pyarrow import csv, parquet
+    except ImportError:
+        return rows
+    frame.to_parquet(folder / "jobs.parquet", index=False)
+    rows += [("read CSV", "pyarrow", best(lambda: csv.read_csv(folder / "jobs.csv").to_pandas(),
+                                          repeats)),
+             ("read Parquet", "pyarrow",
+              best(lambda: parquet.read_table(folder / "jobs.parquet").to_pandas(), repeats))]
+    for suffix in ("csv", "parquet"):
+        path = folder / f"tables-{suffix}.json"
+        path.write_bytes(orjson.dumps({**doc, "jobs": {"table": f"jobs.{suffix}"}}))
+        rows.append(("load_instance", f"end to end (jobs from {suffix.upper()})",
+                     best(lambda: load_instance(path), repeats)))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=100_000)
@@ -64,8 +106,17 @@ def main() -> None:
             rows.append(("validate", "fastjsonschema", best(lambda: check(doc), args.repeats)))
         except ImportError:
             pass
-        rows.append(("load_instance", "end to end", best(lambda: load_instance(path),
-                                                          args.repeats)))
+        rows.append(("parse", "orjson, garbage collector paused",
+                     best(lambda: without_gc(lambda: orjson.loads(raw)), args.repeats)))
+        jobs = msgspec.json.encode(doc["jobs"])
+        kind = list[_job_type(("v100", "p100", "k80"))]
+        rows.append(("parse jobs", "msgspec typed records (columnar path)",
+                     best(lambda: msgspec.json.decode(jobs, type=kind), args.repeats)))
+        rows.append(("build", "one Job object per job (previous path)",
+                     best(lambda: build_instance(doc, "x"), args.repeats)))
+        rows.append(("load_instance", "end to end (JSON)", best(lambda: load_instance(path),
+                                                                 args.repeats)))
+        rows += table_rows(doc, Path(folder), args.repeats)
     print(f"{args.jobs:,} jobs x 3 GPU types ({len(raw) / 1e6:.1f} MB of JSON)\n")
     print(f"| step | choice | seconds |\n|---|---|---:|")
     for step, choice, seconds in rows:

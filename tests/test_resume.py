@@ -267,8 +267,10 @@ def handles_sigterm(pid: int) -> bool:
 @pytest.mark.parametrize("mode", ["default", "gavel"])
 def test_cli_interrupted_by_a_signal_resumes_to_the_same_json(tmp_path, mode):
     args = [sys.executable, "-m", "schedopt.cli", "simulate", str(TRACE), "--mode", mode,
-            "--round-seconds", "1800", "--json", "--no-progress"]
+            "--json", "--no-progress"]
+    began = time.monotonic()
     full = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    took = time.monotonic() - began  # start-up (~1 s to the first round) and the run
     rng = random.Random(mode)
     path = tmp_path / "run.ckpt"
     interrupted = 0
@@ -280,7 +282,7 @@ def test_cli_interrupted_by_a_signal_resumes_to_the_same_json(tmp_path, mode):
         while not handles_sigterm(process.pid) and time.monotonic() < deadline:
             time.sleep(0.002)
         sent = rng.choice([signal.SIGINT, signal.SIGTERM])
-        time.sleep(rng.uniform(0.9, 2.5))  # loading the trace takes ~0.8 s
+        time.sleep(rng.uniform(0.3, 0.7) * took)
         process.send_signal(sent)
         out, err = process.communicate(timeout=120)
         if process.returncode == 0:  # finished before the signal: nothing to resume

@@ -4,7 +4,6 @@ admission only returning plans that serve their jobs."""
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -22,6 +21,7 @@ from schedopt.policies.chronus.lease_milp import (
     solve_lease_problem,
 )
 from schedopt.policies.chronus.rounding import lp_roundings
+from test_chronus_window import brute_force
 
 
 def one_job(work, held=False, width=(1, 1, 1, 1), overhead=0.5):
@@ -55,36 +55,6 @@ def test_hand_worked_overhead_once_per_run():
     wide = one_job(3.5, width=(1, 1, 2, 4))
     assert wide.progress(np.array([[False, False, False, True]]))[0] == pytest.approx(3.5)
     assert latest_slots(np.arange(4), wide.width, 3.5, 0.5).tolist() == [3]
-
-
-def brute_force(problem: LeaseProblem) -> float | None:
-    """Best objective over every (option or none, set of slots before its horizon that serves
-    the job, counting the overhead per run) per job, within capacity; None if infeasible."""
-    choices = []
-    for j in range(problem.num_jobs):
-        mine = [(-1, ())] if not problem.admitted[j] else []
-        for k in np.flatnonzero(problem.option_job == j):
-            slots = range(min(int(problem.option_horizon[k]), problem.num_leases))
-            for r in range(1, len(slots) + 1):
-                for held in itertools.combinations(slots, r):
-                    mask = np.zeros((1, problem.num_leases), dtype=bool)
-                    mask[0, list(held)] = True
-                    if problem.progress(mask, np.array([j]))[0] >= problem.work[j] - 1e-9:
-                        mine.append((int(k), held))
-        choices.append(mine)
-    best = None
-    scale = max(int(problem.capacity.max()), 1)
-    for plan in itertools.product(*choices):
-        used = np.zeros(problem.num_leases, dtype=np.int64)
-        for j, (_, held) in enumerate(plan):
-            used[list(held)] += problem.gpus[j]
-        if np.any(used > problem.capacity):
-            continue
-        value = sum(problem.option_value[k] for k, _ in plan if k >= 0)
-        value += problem.sigma * sum(problem.gpus[j] for j, (_, held) in enumerate(plan)
-                                     if 0 in held) / scale
-        best = value if best is None else max(best, value)
-    return best
 
 
 @st.composite

@@ -123,7 +123,15 @@ class LeaseBoundary:
     """One lease boundary at `now` (s). ids, arrival (s), deadline (absolute s of the first SLO
     deadline, inf for best effort): (n,) over the jobs waiting or running; jobs: their GPUs and
     seconds of running left (`schedopt.policies.chronus.boundary.LeaseJobs`); capacity: GPUs
-    in the pool of `gpu_type`; lease_seconds: the lease length (s)."""
+    in the pool of `gpu_type`; lease_seconds: the lease length (s).
+
+    What a policy that keeps state over a run reads (None outside a simulation, where the
+    boundary is the only one): held (n,) bool, the jobs that held GPUs in the lease before now
+    (one that keeps them pays no resume overhead); arrived (n,) bool, the jobs seen for the
+    first time (None: every job); run_index (n,) int, each job's position in the run, the
+    same at every boundary (index arrays of the policy's own over the run's jobs);
+    memory, a dict the policy may keep anything in, the same object at every boundary of one
+    run (empty at the first)."""
 
     ids: np.ndarray
     arrival: np.ndarray
@@ -133,11 +141,17 @@ class LeaseBoundary:
     gpu_type: str
     now: float
     lease_seconds: float
+    held: np.ndarray | None = None
+    arrived: np.ndarray | None = None
+    run_index: np.ndarray | None = None
+    memory: dict | None = None
 
-    def __init__(self, ids, arrival, deadline, jobs, capacity, gpu_type, now, lease_seconds):
+    def __init__(self, ids, arrival, deadline, jobs, capacity, gpu_type, now, lease_seconds,
+                 held=None, arrived=None, run_index=None, memory=None):
         self.__dict__.update(ids=ids, arrival=arrival, deadline=deadline, jobs=jobs,
                              capacity=capacity, gpu_type=gpu_type, now=now,
-                             lease_seconds=lease_seconds)  # see `_made`
+                             lease_seconds=lease_seconds, held=held, arrived=arrived,
+                             run_index=run_index, memory=memory)  # see `_made`
 
     def problem(self) -> EventProblem:
         """This boundary as the problem a LEASES policy solves (`arrays`)."""

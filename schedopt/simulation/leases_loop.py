@@ -14,18 +14,20 @@ up to 1, 2, 4, 8n for consolidation on 8-GPU nodes (`round_up`; kept as requeste
 rounded count exceeds the pool). Jobs with `deadline` or `deadline_options` are SLO jobs
 (`Job.slo_options`); the rest are best effort.
 
-At each boundary the policy gets the waiting and running jobs as a `LeaseBoundary` problem
-(`policy.solve`) and returns a `LeasePlan`; the jobs in its `running` list hold GPUs in the
-lease. Chronus keeps state from one boundary to the next (its admitted jobs and their
-reservations), which its one-boundary `solve` does not take yet: `ONLINE` runs its boundary
-step (`schedopt.policies.chronus.boundary`) with that state.
+At each boundary every lease policy is called the same way: `policy.solve` gets the waiting
+and running jobs as a `LeaseBoundary` problem, with the run's state a policy may read (the jobs
+that held GPUs in the lease before, those that arrived since the last boundary, each job's
+position in the run) and `memory`, one dict per run that the policy may keep its own state in
+(chronus: its admitted jobs and their reservations). It returns a `LeasePlan`; the jobs in its
+`running` list hold GPUs in the lease, and its `admitted` jobs (and those the outcome's
+details list as `demoted`) are reported per job.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,8 +39,7 @@ from schedopt.core.policy import Policy
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.core.events import LeaseBoundary, LeaseMask
-from schedopt.policies.chronus.boundary import (LeaseInstance, LeaseSettings, admit_arrivals,
-                                                demote_hopeless, plan_boundary)
+from schedopt.policies.chronus.boundary import LeaseInstance, LeaseSettings
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
 from schedopt.simulation.metrics import lease_summary
 
@@ -59,7 +60,7 @@ class LeaseState:
         self.ran_before = np.zeros(n, dtype=bool)
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.starts = np.zeros(n, dtype=np.int64)
-        self.reserved: dict[int, tuple[int, ...]] = {}  # admitted job -> absolute lease numbers
+        self.memory: dict = {}  # the policy's own state over the run (LeaseBoundary.memory)
 
 
 def settings_of(options: Any, solver: Solver, config: SimulationConfig) -> LeaseSettings:
@@ -81,7 +82,6 @@ def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
     solver = Solver(config.solver or policy.default_solver,
                     SolveOptions(time_limit=config.time_limit))
     settings = settings_of(options, solver, config)
-    step = ONLINE.get(policy.name, _contract_step)
     L = settings.lease_seconds
     state = LeaseState(data)
     deadline = data.first_deadline()
@@ -105,10 +105,10 @@ def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
         state.seen[active] = True
         jobs = data.lease_jobs(active, state.remaining)
         boundary = LeaseBoundary(data.ids[active], data.arrival[active], deadline[active], jobs,
-                                 int(data.capacity), data.gpu_type, float(now), float(L))
+                                 int(data.capacity), data.gpu_type, float(now), float(L),
+                                 state.ran_before[active], new, active, state.memory)
         clock = time.perf_counter()
-        running, gap, fallback = step(policy, options, solver, boundary,
-                                      _Context(state, active, new, lease, settings))
+        running, gap, fallback = _step(policy, options, solver, boundary, state, active)
         decide_s = time.perf_counter() - clock
         finished = _run_lease(state, active, running, now, settings)
         left -= finished
@@ -120,18 +120,10 @@ def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
     return _result(name, policy, options, config, data, state, rows, L)
 
 
-class _Context:
-    """What a stateful boundary step may read and update besides the boundary itself."""
-
-    def __init__(self, state: LeaseState, active: np.ndarray, new: np.ndarray, lease: int,
-                 settings: LeaseSettings):
-        self.state, self.active, self.new, self.lease, self.settings = (state, active, new,
-                                                                          lease, settings)
-
-
-def _contract_step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,
-                   context: _Context) -> tuple[np.ndarray, Any, Any]:
-    """The policy's decision through its contract: (running mask, MILP gap, fallback used)."""
+def _step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,
+          state: LeaseState, active: np.ndarray) -> tuple[np.ndarray, Any, Any]:
+    """The policy's decision through its contract: (running mask, MILP gap, fallback used);
+    the jobs it admitted and demoted are recorded in `state`."""
     outcome = policy.solve(boundary.problem(), options, solver)
     plan = outcome.decision
     if not isinstance(plan, LeasePlan):
@@ -144,40 +136,19 @@ def _contract_step(policy: Policy, options: Any, solver: Solver, boundary: Lease
         running = X.any(axis=1)  # a LEASES allocation marks the jobs holding GPUs next lease
     else:
         running = np.isin(boundary.ids, np.asarray(plan.running, dtype=object))
-    return running, outcome.details.get("gap"), outcome.details.get("used_fallback")
+    details = outcome.details
+    state.admitted[active] = _marked(boundary.ids, plan.admitted)
+    demoted = details.get("demoted")
+    if demoted:
+        state.demoted[active[_marked(boundary.ids, demoted)]] = True
+    return running, details.get("gap"), details.get("used_fallback")
 
 
-def _chronus_step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,
-                  context: _Context) -> tuple[np.ndarray, Any, Any]:
-    """Chronus at one boundary, with the admitted jobs and reservations of the run so far:
-    demotion, admission control of the SLO jobs that arrived, the lease MILP, shortest
-    remaining service for the rest."""
-    state, active, lease, settings = context.state, context.active, context.lease, context.settings
-    jobs, now = boundary.jobs, boundary.now
-    admitted = state.admitted[active]
-    demote = demote_hopeless(jobs, admitted, now, settings)
-    admitted &= ~demote
-    position = {int(g): i for i, g in enumerate(active)}
-    reserved = {position[g]: tuple(t - lease for t in leases)
-                for g, leases in state.reserved.items()
-                if g in position and admitted[position[g]]}
-    new = np.flatnonzero(context.new)
-    arriving = new[np.lexsort((new, boundary.arrival[new]))]
-    admitted, reserved = admit_arrivals(jobs, admitted, arriving, reserved, boundary.capacity,
-                                        now, settings)
-    decision = plan_boundary(jobs, admitted, boundary.capacity, now, settings)
-    demote[decision.unplaced] = True
-    state.demoted[active[demote]] = True
-    state.admitted[active] = admitted & ~demote
-    state.reserved = {int(active[i]): tuple(int(t) + lease for t in leases)
-                      for i, leases in decision.reserved.items()}
-    plan = decision.plan
-    return (decision.running, None if plan is None else plan.gap,
-            None if plan is None else plan.used_fallback)
-
-
-Step = Callable[[Policy, Any, Solver, LeaseBoundary, _Context], tuple[np.ndarray, Any, Any]]
-ONLINE: dict[str, Step] = {"chronus": _chronus_step}
+def _marked(ids: np.ndarray, listed) -> np.ndarray:
+    """(n,) bool: the `ids` in the list `listed` of job ids."""
+    if not listed:
+        return np.zeros(ids.shape[0], dtype=bool)
+    return np.isin(ids, np.asarray(listed, dtype=object))
 
 
 def _run_lease(state: LeaseState, active: np.ndarray, running: np.ndarray, now: float,

@@ -17,6 +17,7 @@ from schedopt.backends import SolveOptions, Status
 from schedopt.backends.session import Solver
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, LeasePlan
+from schedopt.core.events import LeaseBoundary, event_of
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.chronus.boundary import (
@@ -25,6 +26,7 @@ from schedopt.policies.chronus.boundary import (
     LeaseInstance,
     LeaseSettings,
     admit_arrivals,
+    demote_hopeless,
     lease_grid,
     plan_boundary,
     slot_leases,
@@ -44,7 +46,8 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    gpu_type: str | None = None, round_up: bool = True,
                    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS,
                    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING,
-                   run_through: bool | None = None) -> Outcome:
+                   run_through: bool | None = None,
+                   resume_overhead_per: str = "lease") -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -58,10 +61,8 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     """
     clock = time.perf_counter()
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
-    limit = session.settings.time_limit
-    settings = LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma,
-                             session.name, DEFAULT_TIME_LIMIT if limit is None else limit,
-                             horizon_seconds, slots_per_doubling, run_through)
+    settings = _settings(session, lease_seconds, resume_overhead_s, horizon_leases, sigma,
+                         horizon_seconds, slots_per_doubling, run_through, resume_overhead_per)
     if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
         return _pools_outcome(instance, settings, round_up, session, clock)
     if gpu_type == ALL_TYPES:
@@ -95,6 +96,89 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
         "milp_seconds": None if plan is None else plan.solve_seconds,
     }
     return _outcome(X, plan, details, session, clock)
+
+
+def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases, sigma,
+              horizon_seconds, slots_per_doubling, run_through,
+              resume_overhead_per) -> LeaseSettings:
+    """The lease settings of the options, the MILP on the session's backend within its time
+    limit (DEFAULT_TIME_LIMIT s when it has none)."""
+    limit = session.settings.time_limit
+    return LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma,
+                         session.name or DEFAULT_SOLVER,
+                         DEFAULT_TIME_LIMIT if limit is None else limit, horizon_seconds,
+                         slots_per_doubling, run_through, resume_overhead_per)
+
+
+def _grown(memory: dict, key: str, size: int, dtype=bool) -> np.ndarray:
+    """memory[key], an array over the run's jobs, grown to at least `size` entries."""
+    have = memory.get(key)
+    if have is None or have.size < size:
+        grown = np.zeros(max(size, 2 * (0 if have is None else have.size)), dtype=dtype)
+        if have is not None:
+            grown[:have.size] = have
+        memory[key] = have = grown
+    return have
+
+
+def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Solver) -> Outcome:
+    """Chronus at one boundary of a run (`LeaseBoundary` with its run state): admitted jobs
+    that can no longer meet any deadline option are demoted (best effort from then on), the
+    SLO jobs that arrived go through admission control against the reservations of the
+    admitted ones, then the lease MILP and the shortest-remaining-service fill decide the next
+    lease (`plan_boundary`). Kept in `boundary.memory` from one boundary to the next: admitted
+    and demoted (bool over the run's jobs, by `run_index`) and reserved ({run index: absolute
+    lease numbers}). The allocation (n, 1) marks the jobs holding GPUs in the next lease;
+    details: gap, used_fallback and milp_seconds of the lease MILP, demoted (job ids)."""
+    clock = time.perf_counter()
+    memory = {} if boundary.memory is None else boundary.memory  # None: a boundary on its own
+    n = boundary.jobs.num_jobs
+    index = np.arange(n) if boundary.run_index is None else boundary.run_index
+    settings = memory.get("settings")
+    if settings is None:
+        fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(ChronusOptions)
+                  if f.name not in ("gpu_type", "round_up")}
+        settings = memory["settings"] = _settings(solver, **fields)
+    jobs, now = boundary.jobs, boundary.now
+    size = int(index.max()) + 1 if n else 0
+    ever_admitted = _grown(memory, "admitted", size)
+    ever_demoted = _grown(memory, "demoted", size)
+    reserved_run: dict[int, tuple[int, ...]] = memory.setdefault("reserved", {})
+    lease = int(np.floor(now / settings.lease_seconds + 1e-9))
+    held = boundary.held
+    admitted = ever_admitted[index]
+    demote = demote_hopeless(jobs, admitted, now, settings, held)
+    admitted &= ~demote
+    position = np.full(size, -1, dtype=np.int64)
+    position[index] = np.arange(n)
+    reserved = {}
+    for g, leases in reserved_run.items():
+        i = int(position[g]) if g < size else -1
+        if i >= 0 and admitted[i]:
+            reserved[i] = tuple(t - lease for t in leases)
+    new = np.arange(n) if boundary.arrived is None else np.flatnonzero(boundary.arrived)
+    arriving = new[np.lexsort((new, boundary.arrival[new]))]
+    admitted, reserved = admit_arrivals(jobs, admitted, arriving, reserved, boundary.capacity,
+                                        now, settings, held)
+    decision = plan_boundary(jobs, admitted, boundary.capacity, now, settings, solver, held)
+    demote[decision.unplaced] = True
+    ever_demoted[index[demote]] = True
+    admitted &= ~demote
+    ever_admitted[index] = admitted
+    memory["reserved"] = {int(index[i]): tuple(int(t) + lease for t in leases)
+                          for i, leases in decision.reserved.items()}
+    ids, running, plan = boundary.ids, decision.running, decision.plan
+    leases = {ids[i]: [0] for i in np.flatnonzero(running)}
+    leases.update({ids[i]: list(t) for i, t in decision.reserved.items() if t})
+    details = {"gap": None if plan is None else plan.gap,
+               "used_fallback": None if plan is None else plan.used_fallback,
+               "milp_seconds": None if plan is None else plan.solve_seconds,
+               "demoted": ids[demote].tolist()}
+    outcome = _outcome(running[:, None].astype(float), plan, details, solver, clock)
+    outcome.decision = LeasePlan(leases, ids[running].tolist(), ids[admitted].tolist(),
+                                 ids[jobs.is_slo & ~admitted].tolist(), settings.lease_seconds,
+                                 boundary.gpu_type)
+    return outcome
 
 
 def _outcome(X: np.ndarray, plan, details: dict, session: Solver, clock: float) -> Outcome:
@@ -141,7 +225,9 @@ class ChronusOptions:
     lease, or "adaptive"; run_through: plan a job that can only meet its deadline by running
     every lease from now (None: when the resume overhead is >= 5% of a lease); gpu_type: the pool (None: the type with the most GPUs; "all":
     every type, the lease MILP choosing each job's type by its steps/s there);
-    round_up: round GPU counts up to 1, 2, 4, 8n."""
+    round_up: round GPU counts up to 1, 2, 4, 8n; resume_overhead_per: "run" counts the resume
+    overhead once per run of consecutive leases a job holds, as a simulation charges it,
+    "lease" in every lease (conservative; see `LeaseSettings`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -152,6 +238,7 @@ class ChronusOptions:
     horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
     run_through: bool | None = None
+    resume_overhead_per: str = "lease"
 
 
 class Chronus(Policy):
@@ -180,6 +267,9 @@ class Chronus(Policy):
     instance_data = "machines, leases or parameter servers"
 
     def solve(self, problem, options: ChronusOptions, solver) -> Outcome:
+        boundary = event_of(problem, LeaseBoundary)
+        if boundary is not None:
+            return chronus_online(boundary, options, solver)
         outcome = chronus_policy(problem.instance, solver, **dataclasses.asdict(options))
         d = outcome.details
         outcome.decision = LeasePlan(d["leases"], d["running"], d["admitted"], d["rejected"],

@@ -302,3 +302,129 @@ def test_cli_interrupted_by_a_signal_resumes_to_the_same_json(tmp_path, mode):
     assert resumed["jobs"] == full["jobs"]
     assert {k: v for k, v in resumed["summary"].items() if k not in WALL_SECONDS} == \
         {k: v for k, v in full["summary"].items() if k not in WALL_SECONDS}
+
+
+# ------------------------------------------------- compare and sweep: executors, finished runs
+
+from schedopt.compare import compare, load_sweep  # noqa: E402
+from schedopt.traces import gavel_cluster, load_performance, synthetic_trace  # noqa: E402
+
+PERF = load_performance(ROOT / "instances" / "large-2000.json", ["v100", "p100", "k80"],
+                        colocation=False)
+CLUSTER = gavel_cluster({"v100": 2, "p100": 2, "k80": 2})
+SWEEP_POLICIES = ["max_min_fairness", "max_min_fairness_agnostic", "fifo"]
+SWEEP_CONFIG = SimulationConfig.gavel_compatible(round_seconds=1800, seed=2)
+SWEEP_WALL = {"solve_seconds_mean"}
+
+
+def sweep(**options):
+    return load_sweep(PERF, CLUSTER, [2.0, 6.0], SWEEP_POLICIES, num_jobs=10, seed=3,
+                      config=SWEEP_CONFIG, single_gpu=True, **options)
+
+
+@pytest.fixture(scope="module")
+def serial_sweep():
+    return sweep()
+
+
+def assert_same_sweep(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.drop(columns=list(SWEEP_WALL)),
+                                  b.drop(columns=list(SWEEP_WALL)), check_exact=True)
+
+
+def test_a_sweep_in_worker_processes_equals_the_serial_sweep(serial_sweep):
+    assert_same_sweep(serial_sweep, sweep(executor="process"))
+
+
+def test_a_sweep_on_local_ray_equals_the_serial_sweep(serial_sweep, monkeypatch):
+    ray = pytest.importorskip("ray")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    try:
+        assert_same_sweep(serial_sweep, sweep(executor="ray"))
+    finally:
+        ray.shutdown()
+
+
+def test_an_interrupted_sweep_resumes_without_redoing_finished_runs(serial_sweep, tmp_path,
+                                                                    monkeypatch):
+    import schedopt.compare as compare_module
+
+    path, real, calls = tmp_path / "sweep.ckpt", compare_module.simulate, []
+
+    def simulate_then_stop(trace, policy, config, *args, **kwargs):
+        calls.append((trace.name, policy))
+        if len(calls) == 4:
+            raise Stop()
+        return real(trace, policy, config, *args, **kwargs)
+
+    monkeypatch.setattr(compare_module, "simulate", simulate_then_stop)
+    with pytest.raises(Stop):
+        sweep(checkpoint=path)
+    assert len(json.loads(path.read_text())["runs"]) == 3
+    calls.clear()
+    resumed = sweep(resume=path)
+    assert len(calls) == 3  # only the runs not yet finished
+    assert_same_sweep(serial_sweep, resumed)
+    calls.clear()
+    assert_same_sweep(serial_sweep, sweep(resume=path))  # all done: nothing simulated
+    assert not calls
+
+
+def test_a_resumed_compare_equals_the_uninterrupted_one(tmp_path, monkeypatch):
+    import schedopt.compare as compare_module
+
+    trace = synthetic_trace(PERF, CLUSTER, 10, 4.0, 1, single_gpu=True, colocation=False)
+    policies = ["max_min_fairness", "fifo", "finish_time_fairness"]
+    full = compare(trace, policies, SWEEP_CONFIG)
+    path, real = tmp_path / "compare.ckpt", compare_module.simulate
+
+    def stop_at_fifo(trace, policy, config, *args, **kwargs):
+        if policy == "fifo":
+            raise Stop()
+        return real(trace, policy, config, *args, **kwargs)
+
+    monkeypatch.setattr(compare_module, "simulate", stop_at_fifo)
+    with pytest.raises(Stop):
+        compare(trace, policies, SWEEP_CONFIG, checkpoint=path)
+    monkeypatch.setattr(compare_module, "simulate", real)
+    resumed = compare(trace, policies, SWEEP_CONFIG, resume=path, executor="process")
+    wall = ["solve_seconds_mean", "solve_seconds_max"]
+    pd.testing.assert_frame_equal(full.table.drop(columns=wall), resumed.table.drop(columns=wall),
+                                  check_exact=True)
+    for policy in policies:
+        pd.testing.assert_frame_equal(full.jobs[policy], resumed.jobs[policy], check_exact=True)
+        pd.testing.assert_frame_equal(full.results[policy].rounds,
+                                      resumed.results[policy].rounds, check_exact=True)
+    with pytest.raises(CheckpointError, match="another compare"):
+        compare(trace, policies[:2], SWEEP_CONFIG, resume=path)
+    with pytest.raises(CheckpointError, match="another sweep"):
+        sweep(resume=path)
+
+
+def test_compare_and_sweep_cli_resume_and_refuse_a_foreign_checkpoint(tmp_path):
+    trace = tmp_path / "trace.json"
+    from schedopt.instance import save_instance
+
+    save_instance(synthetic_trace(PERF, CLUSTER, 8, 4.0, 1, single_gpu=True, colocation=False),
+                  trace)
+    path = tmp_path / "runs.ckpt"
+    base = ["compare", trace, "-p", "max_min_fairness,fifo", "--round-seconds", "1800", "--json"]
+    code, first = run_cli(*base, "--checkpoint", path)
+    assert code == 0 and path.exists()
+    code, again = run_cli(*base, "--resume", path, "--executor", "process")
+    assert code == 0
+    rows = [json.loads(first)["policies"], json.loads(again)["policies"]]
+    for row in (r for rs in rows for r in rs):
+        row.pop("solve_seconds_mean"), row.pop("solve_seconds_max")
+    assert rows[0] == rows[1]
+    one_line_exit_2(["compare", trace, "-p", "fifo", "--resume", path], "another compare")
+    one_line_exit_2(["compare", trace, "--resume", checkpoint_like(tmp_path)], "not a checkpoint")
+    one_line_exit_2(["sweep", "--throughputs", ROOT / "instances" / "large-2000.json",
+                     "--rates", "2", "--jobs", "5", "--resume", path], "another sweep")
+    one_line_exit_2(["compare", trace, "--resume", tmp_path / "none"], "no such checkpoint")
+
+
+def checkpoint_like(tmp_path: Path) -> Path:
+    path = tmp_path / "garbage.ckpt"
+    path.write_text('{"format": "schedopt-runs-checkpoint/1"')
+    return path

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import click
 
-from schedopt.cli import render
+from schedopt.cli import interrupts, render
 from schedopt.cli.outputs import check_targets, save_figure
-from schedopt.compare import (SOLVE_SECONDS, SOLVE_SECONDS_MAX, SOLVES, compare, load_sweep,
-                              run_number, summary_row)
+from schedopt.compare import (EXECUTORS, SOLVE_SECONDS, SOLVE_SECONDS_MAX, SOLVES, compare,
+                              load_sweep, run_number, summary_row)
 from schedopt.errors import SchedoptError
+from schedopt.files import check_output
 from schedopt.instance import load_instance
 from schedopt.simulation import SimulationConfig
 
@@ -33,6 +34,18 @@ def _policies_option(f):
 
 
 def _simulation_options(f):
+    f = click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Continue from this checkpoint of finished runs (same trace(s), "
+                          "policies and options): those runs are not simulated again.")(f)
+    f = click.option("--checkpoint", type=click.Path(dir_okay=False, path_type=Path),
+                     default=None,
+                     help="Save every finished simulation to this file as it ends (default "
+                          "with --resume: the resumed file).")(f)
+    f = click.option("--executor", type=click.Choice(list(EXECUTORS)), default="serial",
+                     show_default=True,
+                     help="How the independent simulations run: one after the other, in worker "
+                          "processes (one per core), or on Ray (the cluster at RAY_ADDRESS, "
+                          "else a local one). The results are the same.")(f)
     f = click.option("--progress/--no-progress", default=None,
                      help="Progress bar over the simulations on stderr (default: when stderr "
                           "is a terminal).")(f)
@@ -51,6 +64,18 @@ def _simulation_options(f):
 def _config(mode: str, round_seconds: float, seed: int, solver: str | None) -> SimulationConfig:
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
     return make(round_seconds=round_seconds, seed=seed, solver=solver)
+
+
+def _check_checkpoint(checkpoint: Path | None, resume: Path | None, inputs: list[Path]) -> None:
+    """Before any simulation: the resumed file exists, the checkpoint can be written (and is no
+    input); an interrupt then says where the finished runs are."""
+    if resume is not None and not resume.is_file():
+        raise SchedoptError(f"{resume}: no such checkpoint file")
+    target = checkpoint if checkpoint is not None else resume
+    if target is not None:
+        check_output(target, inputs, "checkpoint")
+        interrupts.progress(f"finished simulations (if any) are saved in {target}; continue with "
+                            f"--resume {target}")
 
 
 def _names(text: str) -> list[str]:
@@ -111,7 +136,8 @@ def _dumps(document) -> str:
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Draw the CDF of job completion times, one line per policy, to this image "
                    "(.png, .pdf, .svg; needs matplotlib).")
-def compare_command(trace, policies, mode, round_seconds, solver, as_json, progress, seed, plot):
+def compare_command(trace, policies, mode, round_seconds, solver, as_json, progress, executor,
+                    checkpoint, resume, seed, plot):
     """Simulate the TRACE (an instance whose jobs have arrival_time and total_steps) under
     each policy and print one row of metrics per policy.
 
@@ -122,9 +148,11 @@ def compare_command(trace, policies, mode, round_seconds, solver, as_json, progr
     """
     names = _names(policies)
     check_targets([trace], figure=plot)
+    _check_checkpoint(checkpoint, resume, [trace])
     instance = load_instance(trace)
     config = _config(mode, round_seconds, seed, solver)
-    table, jobs, results = compare(instance, names, config, progress=_progress(progress))
+    table, jobs, results = compare(instance, names, config, progress=_progress(progress),
+                                   executor=executor, checkpoint=checkpoint, resume=resume)
     counts = {name: t.count for name, t in instance.cluster.gpu_types.items()}
     rows = [{"policy": p, **summary_row(r.summary, counts)} for p, r in results.items()]
     if plot is not None:
@@ -177,7 +205,8 @@ def _fixed(value: float | None, decimals: int) -> str:
               help="Draw average JCT (hours) against input job rate (jobs/hour), one line per "
                    "policy, to this image (.png, .pdf, .svg; needs matplotlib).")
 def sweep_command(throughputs, rates, num_jobs, policies, cluster, gpus_per_node, single_gpu,
-                  window, seed, mode, round_seconds, solver, as_json, progress, plot):
+                  window, seed, mode, round_seconds, solver, as_json, progress, executor,
+                  checkpoint, resume, plot):
     """Average job completion time against load: for each arrival rate, draw one synthetic
     trace like Gavel's generator (the same trace for every policy) and simulate each policy.
 
@@ -188,13 +217,15 @@ def sweep_command(throughputs, rates, num_jobs, policies, cluster, gpus_per_node
 
     names, rate_list, span = _names(policies), _rates(rates), _window(window)
     check_targets([throughputs], figure=plot)
+    _check_checkpoint(checkpoint, resume, [throughputs])
     counts = parse_gpu_map(cluster, "--cluster") if cluster else None
     per_node = parse_gpu_map(gpus_per_node, "--gpus-per-node") if gpus_per_node else None
     spec = gavel_cluster(counts, per_node)
     performance = load_performance(throughputs, list(spec["gpu_types"]), colocation=False)
     frame = load_sweep(performance, spec, rate_list, names, num_jobs, seed,
                        _config(mode, round_seconds, seed, solver), window=span,
-                       progress=_progress(progress), single_gpu=single_gpu)
+                       progress=_progress(progress), executor=executor, checkpoint=checkpoint,
+                       resume=resume, single_gpu=single_gpu)
     if plot is not None:
         from schedopt.plots import jct_vs_load
         save_figure(jct_vs_load(frame), plot, [throughputs])

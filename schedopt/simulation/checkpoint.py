@@ -198,9 +198,9 @@ class _State(dict):
         raise CheckpointError(f"corrupt checkpoint (state {key!r} missing)")
 
 
-def read_checkpoint(path: str | os.PathLike) -> dict:
-    """The checkpoint document at `path`, or CheckpointError (one line) when it is missing or
-    not a checkpoint."""
+def read_checkpoint(path: str | os.PathLike, format: str = FORMAT) -> dict:
+    """The checkpoint document (of `format`) at `path`, or CheckpointError (one line) when it is
+    missing or not such a checkpoint."""
     try:
         text = Path(path).read_bytes()
     except OSError as exc:
@@ -210,9 +210,9 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     except (ValueError, RecursionError):
         raise CheckpointError(f"{path}: not a checkpoint (not a JSON document; corrupt or "
                               f"truncated)") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
+    if not isinstance(document, dict) or document.get("format") != format:
         found = document.get("format") if isinstance(document, dict) else None
-        raise CheckpointError(f"{path}: not a checkpoint (format {found!r}, expected {FORMAT!r})")
+        raise CheckpointError(f"{path}: not a checkpoint (format {found!r}, expected {format!r})")
     return document
 
 

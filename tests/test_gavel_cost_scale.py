@@ -85,6 +85,7 @@ CASES = [  # jobs, GPUs per job, share of jobs with an SLO, tightness, seed
     (1_000, 0.3, 0.5, 1.0, 13),     # one LP over all of them (DIRECT_CLASSES)
     (2_500, 0.3, 0.5, 1.0, 5),      # > DIRECT_CLASSES: prices from a sample, then fix and free
     (2_500, 0.1, 1.0, 0.8, 6),      # every job has an SLO, GPUs scarce
+    (2_500, 0.1, 1.0, 2.3, 11),     # SLOs that barely fit: fixed choices overfill GPU types
     (2_500, 2.0, 0.3, 1.0, 7),      # GPUs do not bind
     (1_500, 0.3, 0.0, 1.0, 8),      # no deadlines at all
 ]

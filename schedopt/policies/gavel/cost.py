@@ -186,14 +186,16 @@ class CostSolution:
         return (self.bound - self.objective) / max(abs(self.bound), 1e-300)
 
 
-def _restricted_lp(cls: CostClasses, free: np.ndarray, fixed_X: np.ndarray, solver: Solver):
+def _restricted_lp(cls: CostClasses, free: np.ndarray, fixed_X: np.ndarray, solver: Solver,
+                   overflow_price: np.ndarray | None = None):
     """The LP over the free classes with the fixed ones' usage taken off the capacity:
-    (X of the free classes, prices per GPU) or None when it has no optimal solution."""
+    (X of the free classes, prices per GPU, GPUs used beyond capacity (J,)) or None when it
+    has no optimal solution. overflow_price: elastic GPU rows (`models.priced_model`)."""
     used = (cls.count * cls.gpus * ~free) @ fixed_X
     sub = cls.take(free)
-    model, X = priced_model(sub.weight * sub.count[:, None], sub.count * sub.gpus,
-                            cls.capacity - used, cls.capacity, sub.fraction, sub.target,
-                            sub.allowed)
+    model, X, overflow = priced_model(sub.weight * sub.count[:, None], sub.count * sub.gpus,
+                                      cls.capacity - used, cls.capacity, sub.fraction,
+                                      sub.target, sub.allowed, overflow_price)
     if solver.name is None:
         solver = solver.with_backend(SIMPLEX_BACKEND if sub.count.size <= SIMPLEX_CLASSES
                                      else INTERIOR_BACKEND)
@@ -204,7 +206,10 @@ def _restricted_lp(cls: CostClasses, free: np.ndarray, fixed_X: np.ndarray, solv
     if duals is None:
         return None
     prices = np.maximum(np.abs(duals) / np.maximum(cls.capacity, 1e-300), 0.0)
-    return np.clip(solution[X], 0.0, 1.0), prices
+    over = np.zeros(cls.capacity.size)
+    if overflow is not None:
+        over = np.maximum(solution[overflow], 0.0)
+    return np.clip(solution[X], 0.0, 1.0), prices, over
 
 
 def _clip(cls: CostClasses, X: np.ndarray) -> np.ndarray:
@@ -241,6 +246,12 @@ def max_priced(cls: CostClasses, gap: float = 1e-6, solver: Solver | None = None
     vertices = _vertices(cls, prices)
     if seeded is not None:
         free = _near_ties(cls, vertices, prices, margin)
+    # While some classes are fixed, the GPU rows are elastic at a price above any the LP
+    # should need (raised whenever it is used): fixed choices that overfill a type then move
+    # its price up, and the classes whose choice that changes are freed, instead of the LP
+    # being infeasible and telling nothing.
+    per_gpu = np.max(cls.weight / cls.gpus[:, None])
+    penalty = 4.0 * max(float(prices.max()), per_gpu, 1e-300)
     best = None
     for rounds in range(1, MAX_ROUNDS + 1):
         if deadline is not None and time.perf_counter() >= deadline and best is not None:
@@ -250,7 +261,8 @@ def max_priced(cls: CostClasses, gap: float = 1e-6, solver: Solver | None = None
         fixed_X = _allocation(cls, vertices, choice)
         left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
         solved = _restricted_lp(cls, free, fixed_X,
-                                solver if left is None else solver.with_settings(time_limit=left))
+                                solver if left is None else solver.with_settings(time_limit=left),
+                                None if free.all() else np.full(cls.capacity.size, penalty))
         if solved is None:
             if deadline is not None and time.perf_counter() >= deadline:
                 return best or CostSolution(None, -np.inf, np.inf, prices, Status.ERROR,
@@ -263,14 +275,18 @@ def max_priced(cls: CostClasses, gap: float = 1e-6, solver: Solver | None = None
             margin = 2 * margin
             free |= _near_ties(cls, vertices, prices, margin)
             continue
-        X_free, new_prices = solved
+        X_free, new_prices, over = solved
+        overfilled = np.any(over > 1e-9 * np.maximum(cls.capacity, 1.0))
+        if overfilled:
+            penalty *= 4.0
         X = fixed_X
         X[free] = X_free
         X = _clip(cls, X)
         objective = float(cls.count @ np.einsum("kj,kj->k", cls.weight, X))
         bound = dual_bound(cls, new_prices)
-        done = bound - objective <= gap * max(abs(bound), 1e-300)
-        if _meets_rows(cls, X) and (best is None or bound - objective < best.bound - best.objective):
+        done = not overfilled and bound - objective <= gap * max(abs(bound), 1e-300)
+        if not overfilled and _meets_rows(cls, X) and (
+                best is None or bound - objective < best.bound - best.objective):
             best = CostSolution(X, objective, bound, new_prices,
                                 Status.OPTIMAL if done else Status.FEASIBLE,
                                 {"rounds": rounds, "classes": int(K),

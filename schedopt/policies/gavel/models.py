@@ -161,7 +161,8 @@ def stage_model(problem: ThroughputProblem, a: np.ndarray, slope: np.ndarray,
 
 def priced_model(weight: np.ndarray, gpus: np.ndarray, capacity_left: np.ndarray,
                  capacity: np.ndarray, fraction: np.ndarray, target: np.ndarray,
-                 allowed: np.ndarray) -> tuple[Model, Variable]:
+                 allowed: np.ndarray, overflow_price: np.ndarray | None = None
+                 ) -> tuple[Model, Variable, Variable | None]:
     """The restricted LP of `cost.max_priced` over some jobs (or classes):
 
         max sum(weight * X)  s.t.  sum_j X[m,j] <= 1,
@@ -169,15 +170,25 @@ def priced_model(weight: np.ndarray, gpus: np.ndarray, capacity_left: np.ndarray
                                    slo    fraction[m] @ X[m] >= target[m]   (target > 0),
                                    X >= 0, X = 0 where not allowed,
 
-    GPU rows divided by the type's whole `capacity` (its dual / capacity = price per GPU)."""
+    GPU rows divided by the type's whole `capacity` (its dual / capacity = price per GPU).
+    overflow_price: (J,) per GPU; the GPU rows become elastic, `overflow` GPUs beyond
+    capacity_left at that price each (an LP that is always feasible, with prices capped).
+    Returns (model, X, overflow or None)."""
     model = Model()
     X = model.variable("X", weight.shape, lower=0.0, upper=np.where(allowed, np.inf, 0.0))
     model.add("time", X.sum(axis=1) <= 1.0)
     scale = 1.0 / np.maximum(capacity, 1e-300)
-    model.add("gpus", ((gpus[:, None] * scale[None, :]) * X).sum(axis=0)
-              <= capacity_left * scale)
+    used = ((gpus[:, None] * scale[None, :]) * X).sum(axis=0)
+    overflow = None
+    if overflow_price is not None:
+        overflow = model.variable("overflow", capacity.size)
+        used = used - scale * overflow
+    model.add("gpus", used <= capacity_left * scale)
     slo = np.flatnonzero(target > 0)
     if slo.size:
         model.add("slo", (fraction[slo] * X[slo]).sum(axis=1) >= target[slo])
-    model.maximize(weight * X)
-    return model, X
+    if overflow_price is not None:
+        model.maximize((weight * X).sum() - (overflow_price * overflow).sum())
+    else:
+        model.maximize(weight * X)
+    return model, X, overflow

@@ -11,8 +11,6 @@ import json
 from functools import cache
 from importlib import resources
 
-from jsonschema import Draft202012Validator, validators
-
 from schedopt.instance import checks
 from schedopt.instance.values import Path, is_integer, is_number, show
 
@@ -21,12 +19,15 @@ MAX_VALUES = 2_000_000  # YAML aliases can expand a small file into billions of 
 
 
 @cache
-def _validator() -> Draft202012Validator:
-    schema = json.loads(resources.files("schedopt.instance").joinpath("schema.json").read_text())
+def _validator():
+    """The detailed checker (jsonschema: every problem with its path); imported only when a
+    document needs it, since a valid file never does."""
+    from jsonschema import Draft202012Validator, validators
+
     checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
         {"number": lambda _, x: is_number(x), "integer": lambda _, x: is_integer(x)}
     )
-    return validators.extend(Draft202012Validator, type_checker=checker)(schema)
+    return validators.extend(Draft202012Validator, type_checker=checker)(schema())
 
 
 @cache
@@ -43,9 +44,10 @@ def passes_schema(doc: dict) -> bool:
     return _compiled().is_valid(doc)
 
 
+@cache
 def schema() -> dict:
     """The JSON Schema (draft 2020-12) of `schedopt-instance/1`, as shipped in the package."""
-    return _validator().schema
+    return json.loads(resources.files("schedopt.instance").joinpath("schema.json").read_text())
 
 
 def describe(schema: dict) -> str:

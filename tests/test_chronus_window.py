@@ -5,6 +5,7 @@ next boundary, and short leases that plan over deadlines far beyond 96 leases.""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -160,12 +161,19 @@ def long_jobs() -> LeaseJobs:
                      np.array([0, 1, 2]), np.array([18_000.0, 19_800.0, 1800.0]), np.ones(3))
 
 
+def runs(leases) -> int:
+    """Runs of consecutive lease numbers in `leases`."""
+    t = np.unique(np.asarray(leases))
+    return int(t.size and 1 + np.count_nonzero(np.diff(t) > 1))
+
+
 def test_short_leases_admit_jobs_whose_deadlines_lie_beyond_96_leases():
     jobs = long_jobs()
-    old = LeaseSettings(lease_seconds=60.0, horizon_leases=96, horizon_seconds=None)
+    old = LeaseSettings(lease_seconds=60.0, horizon_leases=96, horizon_seconds=None,
+                        resume_overhead_per="lease")
     admitted, _ = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8, 0.0, old)
     assert not admitted.any()  # the 96-lease window of before: "no reachable option"
-    new = LeaseSettings(lease_seconds=60.0)
+    new = LeaseSettings(lease_seconds=60.0, resume_overhead_per="lease")
     admitted, reserved = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8,
                                         0.0, new)
     assert admitted.tolist() == [True, True, False]
@@ -180,12 +188,29 @@ def test_short_leases_admit_jobs_whose_deadlines_lie_beyond_96_leases():
     assert used.max() <= 8
     decision = plan_boundary(jobs, admitted, 8, 0.0, new)
     assert decision.unplaced.size == 0 and set(decision.reserved) == {0, 1}
+    # Counting the overhead once per run of consecutive leases (the default): the same jobs,
+    # with reservations of 2 h of work = 120 leases plus 30 s per run.
+    per_run = LeaseSettings(lease_seconds=60.0)
+    admitted, reserved = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8,
+                                        0.0, per_run)
+    assert admitted.tolist() == [True, True, False]
+    for j, deadline_leases in ((0, 300), (1, 330)):
+        held = reserved[j]
+        assert max(held) >= 96 and max(held) < deadline_leases
+        assert len(set(held)) * 60.0 - 30.0 * runs(held) >= 7200.0
+        assert len(set(held)) < 240
+    used = np.zeros(400, dtype=np.int64)
+    for j, held in reserved.items():
+        used[list(held)] += 4
+    assert used.max() <= 8
+    decision = plan_boundary(jobs, admitted, 8, 0.0, per_run)
+    assert decision.unplaced.size == 0 and set(decision.reserved) == {0, 1}
 
 
 def test_a_running_job_is_not_written_off_near_its_deadline():
     # 20 min of work, deadline in 25 min, 60 s leases with 30 s overhead: lease by lease it
     # would need 40 leases, but running through it needs 21 and 25 remain.
-    s = LeaseSettings(lease_seconds=60.0)
+    s = LeaseSettings(lease_seconds=60.0, resume_overhead_per="lease")
     jobs = LeaseJobs(np.array([8]), np.array([1200.0]), np.array([0]), np.array([1500.0]),
                      np.ones(1))
     need, horizon, reachable = plan_inputs(jobs, 0.0, s)
@@ -194,6 +219,31 @@ def test_a_running_job_is_not_written_off_near_its_deadline():
     decision = plan_boundary(jobs, np.array([True]), 8, 0.0, s)
     assert decision.running.tolist() == [True]
     assert decision.reserved[0] == tuple(range(25))
+
+
+def test_overhead_once_per_run_knows_which_jobs_keep_their_gpus():
+    # 20 min of work at 60 s leases with a 30 s overhead: 20 leases of work. Once per run, a
+    # job starting now needs 21 leases (one run: 21 - 0.5 >= 20), one that held its GPUs in
+    # the last lease 20 (it pays nothing to keep them).
+    s = LeaseSettings(lease_seconds=60.0)
+    assert s.overhead == 0.5
+    for deadline_s, cold, warm in ((1500.0, True, True), (1260.0, True, True),
+                                   (1200.0, False, True), (1140.0, False, False)):
+        jobs = LeaseJobs(np.array([8]), np.array([1200.0]), np.array([0]),
+                         np.array([deadline_s]), np.ones(1))
+        need, horizon, reachable = plan_inputs(jobs, 0.0, s)
+        assert need.tolist() == [20.0]
+        assert reachable.tolist() == [cold]
+        assert plan_inputs(jobs, 0.0, s, held=np.array([True]))[2].tolist() == [warm]
+    # The deadline in 20 leases: a running job is planned in every one of them and keeps its
+    # GPUs; a job that did not run is demoted (it cannot make it any more).
+    jobs = LeaseJobs(np.array([8]), np.array([1200.0]), np.array([0]), np.array([1200.0]),
+                     np.ones(1))
+    decision = plan_boundary(jobs, np.array([True]), 8, 0.0, s, held=np.array([True]))
+    assert decision.running.tolist() == [True] and decision.unplaced.size == 0
+    assert decision.reserved[0] == tuple(range(20))
+    assert demote_hopeless(jobs, np.array([True]), 0.0, s).tolist() == [True]
+    assert demote_hopeless(jobs, np.array([True]), 0.0, s, np.array([True])).tolist() == [False]
 
 
 @settings(max_examples=40, deadline=None)
@@ -278,9 +328,13 @@ def test_tight_jobs_are_planned_by_default_only_where_the_overhead_is_a_large_sh
     # ceil(3530 / 1170) = 4 leases, running through it needs 3530 + 30 <= 3600.
     jobs = LeaseJobs(np.array([8]), np.array([3530.0]), np.array([0]), np.array([3600.0]),
                      np.ones(1))
-    assert plan_inputs(jobs, 0.0, LeaseSettings())[2].tolist() == [False]  # 30 s is 2.5%
-    need, _, reachable = plan_inputs(jobs, 0.0, LeaseSettings(run_through=True))
+    per_lease = LeaseSettings(resume_overhead_per="lease")
+    assert plan_inputs(jobs, 0.0, per_lease)[2].tolist() == [False]  # 30 s is 2.5%
+    need, _, reachable = plan_inputs(jobs, 0.0, replace(per_lease, run_through=True))
     assert reachable.tolist() == [True] and need.tolist() == [3]
     assert LeaseSettings(lease_seconds=300.0).plans_tight_jobs  # 30 s is 10% of 300 s
+    # Counted once per run (the default), no job is tight: 3 leases less one overhead serve it.
+    need, _, reachable = plan_inputs(jobs, 0.0, LeaseSettings())
+    assert reachable.tolist() == [True] and need.tolist() == [pytest.approx(3530 / 1200)]
     with pytest.raises(PolicyError, match="run_through"):
         LeaseSettings(run_through="yes")

@@ -147,3 +147,26 @@ def test_admission_counts_the_overhead_once_per_run():
     assert kept.leases[kept.new_index] == (0, 1, 2)
     cold = admit(replace(new, work=2.75), JobSet.empty(), front, overhead=0.5)
     assert not cold.admitted  # starting now: 3 - 0.5 = 2.5 < 2.75
+
+
+def test_reservations_are_the_plan_when_nothing_else_places_every_admitted_job():
+    from schedopt.backends import Status as S
+    from schedopt.policies.chronus.boundary import _reserved_plan
+    from schedopt.policies.chronus.lease_milp import ChronusPlan
+
+    # Slots of 1, 1, 2 leases; 2 GPUs; overhead 0.5. Job 0 (2 GPUs, 1.5 leases of work) is
+    # reserved leases 2-3 (the wide slot: 2 - 0.5), job 1 (1 GPU, 1.5, held its GPUs before)
+    # leases 0-1 (one run continuing: 2).
+    p = LeaseProblem.from_arrays([2, 1], None, [0, 1, 1], [1.0, 3.0, 1.0], [3, 1, 2], [2, 2, 2],
+                                 width=[1, 1, 2], overhead=0.5, held=[False, True],
+                                 work=[1.5, 1.5])
+    failed = ChronusPlan(S.INFEASIBLE, 0.0, None, {}, np.full(2, -1), True, "cpsat", 0.0,
+                         unplaced=(0, 1))
+    plan = _reserved_plan(p, failed, np.array([4, 7]), {4: (2, 3), 7: (0, 1)})
+    assert plan.unplaced == () and plan.status is S.FEASIBLE
+    assert plan.leases == {0: (2,), 1: (0, 1)}
+    assert plan.chosen.tolist() == [0, 2]  # job 1: the only option whose horizon covers slot 1
+    assert plan.details["incumbent_from"] == "reservations"
+    # Half of the wide slot is not a plan of this grid; nor are leases that do not serve.
+    assert _reserved_plan(p, failed, np.array([4, 7]), {4: (3,), 7: (0, 1)}) is failed
+    assert _reserved_plan(p, failed, np.array([4, 7]), {4: (2, 3), 7: (1,)}) is failed

@@ -46,6 +46,7 @@ from schedopt.policies.chronus.lease_milp import (
     ChronusPlan,
     LeaseProblem,
     plan_objective,
+    serves,
     solve_lease_problem,
 )
 from schedopt.policies.chronus.admission import (
@@ -169,7 +170,7 @@ class LeaseSettings:
     horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
     run_through: bool | None = None
-    resume_overhead_per: str = "lease"
+    resume_overhead_per: str = "run"
 
     def __post_init__(self):
         for name in ("lease_seconds", "resume_overhead_s"):
@@ -498,10 +499,15 @@ class BoundaryDecision:
 
 def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: float,
                   settings: LeaseSettings, solver: Solver | None = None,
-                  held: np.ndarray | None = None) -> BoundaryDecision:
+                  held: np.ndarray | None = None,
+                  reserved: dict[int, tuple[int, ...]] | None = None) -> BoundaryDecision:
     """The lease MILP over admitted jobs and reachable SLO jobs, then shortest-remaining-service
     fill of the GPUs it leaves free in lease 0 (module docstring). solver: the Solver session
-    of the lease MILP (None: one of the backend `settings.solver`); held: see `plan_inputs`."""
+    of the lease MILP (None: one of the backend `settings.solver`); held: see `plan_inputs`;
+    reserved: the admitted jobs' reservations (job index -> lease offsets from now, as
+    `admit_arrivals` returns them), together a plan for every admitted job: the plan when the
+    solver finds none in time and neither the greedy nor the roundings place every admitted
+    job."""
     need, horizon, reachable = plan_inputs(jobs, now, settings, held=held)
     has_option = np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0
     planned_mask = has_option | admitted
@@ -526,6 +532,8 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
                                    time_limit=settings.time_limit)
         if plan.unplaced:
             plan = _rescue(problem, plan)
+        if plan.unplaced and reserved:
+            plan = _reserved_plan(problem, plan, planned, reserved)
         holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],
                                dtype=bool)
         running[planned[holds_first]] = True
@@ -541,6 +549,40 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved)
 
 
+def _reserved_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray,
+                   reserved: dict[int, tuple[int, ...]]) -> ChronusPlan:
+    """The admitted jobs on their reservations (each a union of whole slots of this grid, as
+    the grid refines the one they were made on; each job's most valuable option whose horizon
+    covers them); `plan` as it is if they do not make a plan of every admitted job."""
+    start = np.concatenate(([0], problem.slot_end))
+    position = {int(g): i for i, g in enumerate(planned)}
+    chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
+    held = np.zeros((problem.num_jobs, problem.num_leases), dtype=bool)
+    for g, offsets in reserved.items():
+        i = position.get(int(g), -1)
+        if i < 0 or not problem.admitted[i]:
+            continue
+        t = np.unique(np.asarray(offsets, dtype=np.int64))
+        t = t[t < start[-1]]
+        slots = np.unique(np.searchsorted(start, t, side="right") - 1)
+        if t.size != int(problem.width[slots].sum()):
+            return plan  # not whole slots
+        mine = np.flatnonzero((problem.option_job == i)
+                              & (problem.option_horizon > (slots.max() if slots.size else -1)))
+        if mine.size == 0:
+            return plan
+        chosen[i] = mine[np.lexsort((mine, -problem.option_value[mine]))[0]]
+        held[i, slots] = True
+    used = held.astype(np.int64).T @ problem.gpus
+    if (np.any(chosen[problem.admitted] < 0) or np.any(used > problem.capacity)
+            or not serves(problem, chosen, held)):
+        return plan
+    leases = {int(j): tuple(np.flatnonzero(held[j]).tolist()) for j in np.flatnonzero(chosen >= 0)}
+    return replace(plan, status=Status.FEASIBLE, objective=plan_objective(problem, chosen, leases),
+                   leases=leases, chosen=chosen, unplaced=(),
+                   details={**plan.details, "incumbent_from": "reservations"})
+
+
 def _rescue(problem: LeaseProblem, plan: ChronusPlan) -> ChronusPlan:
     """`plan` when its fallback greedy left admitted jobs out (the solver found no plan in
     time): the better of the LP roundings run with LP values 0, which place the admitted jobs
@@ -548,7 +590,7 @@ def _rescue(problem: LeaseProblem, plan: ChronusPlan) -> ChronusPlan:
     zeros = np.zeros((problem.num_options, problem.num_leases))
     best = None
     for chosen, held in lp_roundings(problem, zeros[:, 0], zeros):
-        if np.all(chosen[problem.admitted] >= 0):
+        if np.all(chosen[problem.admitted] >= 0) and serves(problem, chosen, held):
             leases = {int(j): tuple(np.flatnonzero(held[j]).tolist())
                       for j in np.flatnonzero(chosen >= 0)}
             objective = plan_objective(problem, chosen, leases)

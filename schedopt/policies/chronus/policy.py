@@ -47,7 +47,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS,
                    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING,
                    run_through: bool | None = None,
-                   resume_overhead_per: str = "lease") -> Outcome:
+                   resume_overhead_per: str = "run") -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -71,9 +71,10 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     everyone = np.arange(data.num_jobs)
     jobs = data.lease_jobs(everyone, data.run_s)
     arriving = np.lexsort((everyone, data.arrival))
-    admitted, _ = admit_arrivals(jobs, np.zeros(data.num_jobs, dtype=bool), arriving, {},
-                                 data.capacity, instance.now, settings)
-    decision = plan_boundary(jobs, admitted, data.capacity, instance.now, settings, session)
+    admitted, reserved = admit_arrivals(jobs, np.zeros(data.num_jobs, dtype=bool), arriving,
+                                        {}, data.capacity, instance.now, settings)
+    decision = plan_boundary(jobs, admitted, data.capacity, instance.now, settings, session,
+                             reserved=reserved)
     plan = decision.plan
     ids = data.ids
     leases = {ids[i]: [0] for i in np.flatnonzero(decision.running)}
@@ -160,7 +161,8 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
     arriving = new[np.lexsort((new, boundary.arrival[new]))]
     admitted, reserved = admit_arrivals(jobs, admitted, arriving, reserved, boundary.capacity,
                                         now, settings, held)
-    decision = plan_boundary(jobs, admitted, boundary.capacity, now, settings, solver, held)
+    decision = plan_boundary(jobs, admitted, boundary.capacity, now, settings, solver, held,
+                             reserved)
     demote[decision.unplaced] = True
     ever_demoted[index[demote]] = True
     admitted &= ~demote
@@ -238,7 +240,7 @@ class ChronusOptions:
     horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
     run_through: bool | None = None
-    resume_overhead_per: str = "lease"
+    resume_overhead_per: str = "run"
 
 
 class Chronus(Policy):

@@ -121,7 +121,7 @@ def test_policies_lists_every_policy_and_alias():
 def test_validate_reports_ok_for_bundled_instances():
     files = sorted(str(p) for p in (ROOT / "instances").glob("*.*") if p.suffix in (".json", ".yaml"))
     result = run("validate", *files)
-    assert result.exit_code == 0 and result.output.count(": ok (") == len(files) == 7
+    assert result.exit_code == 0 and result.output.count(": ok (") == len(files) == 8
 
 
 def test_demo_runs_from_the_installed_console_script():

@@ -212,7 +212,8 @@ def corrupted(checkpoint: Path, tmp_path: Path, how: str) -> Path:
         path.write_text(text.replace("schedopt-checkpoint/1", "schedopt-checkpoint/9"))
     elif how == "pickle":
         doc = json.loads(text)
-        doc["state"]["steps"] = {"__array__": ["|O", [1], base64.b64encode(b"cos\nsystem\n").decode()]}
+        payload = base64.b64encode(b"cos\nsystem\n").decode()  # a pickle would run os.system
+        doc["state"]["steps"] = {"__array__": ["|O", [1], payload]}
         path.write_text(json.dumps(doc))
     elif how == "shape":
         doc = json.loads(text)
@@ -264,25 +265,34 @@ def handles_sigterm(pid: int) -> bool:
     return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
 
 
+def written_since(path: Path, before: int | None) -> bool:
+    try:
+        return path.stat().st_mtime_ns != before
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("mode", ["default", "gavel"])
 def test_cli_interrupted_by_a_signal_resumes_to_the_same_json(tmp_path, mode):
     args = [sys.executable, "-m", "schedopt.cli", "simulate", str(TRACE), "--mode", mode,
             "--json", "--no-progress"]
     began = time.monotonic()
     full = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
-    took = time.monotonic() - began  # start-up (~1 s to the first round) and the run
+    took = time.monotonic() - began  # seconds, start-up (~1 s) and the run
     rng = random.Random(mode)
     path = tmp_path / "run.ckpt"
     interrupted = 0
     for trial in range(2):
+        before = path.stat().st_mtime_ns if path.exists() else None
         process = subprocess.Popen(args + ["--checkpoint", str(path), "--checkpoint-every", "10"]
                                    + (["--resume", str(path)] if path.exists() else []),
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 30
-        while not handles_sigterm(process.pid) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while not written_since(path, before) and process.poll() is None \
+                and time.monotonic() < deadline:  # the run is under way: it wrote a checkpoint
             time.sleep(0.002)
         sent = rng.choice([signal.SIGINT, signal.SIGTERM])
-        time.sleep(rng.uniform(0.3, 0.7) * took)
+        time.sleep(rng.uniform(0.0, 0.2) * took)
         process.send_signal(sent)
         out, err = process.communicate(timeout=120)
         if process.returncode == 0:  # finished before the signal: nothing to resume

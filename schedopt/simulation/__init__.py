@@ -17,7 +17,8 @@ A trace is an instance whose jobs carry future `arrival_time`s (seconds) and `to
 Times are seconds of simulated time; throughputs steps/s. Metrics: `schedopt.simulation.metrics`.
 A long run of an allocation policy can write checkpoints and be resumed from one:
 
-    simulate(trace, "max_min_fairness", checkpoint=CheckpointPlan(Path("run.ckpt"), every_events=50))
+    plan = CheckpointPlan(Path("run.ckpt"), every_events=50)  # every 50 rounds
+    simulate(trace, "max_min_fairness", checkpoint=plan)
     simulate(trace, "max_min_fairness", resume="run.ckpt")  # after an interrupt: the same result
 """
 

@@ -58,9 +58,11 @@ class CheckpointPlan:
         if self.every_events is not None and self.every_seconds is not None:
             raise CheckpointError("give a checkpoint cadence in events or in seconds, not both")
         if self.every_events is not None and self.every_events < 1:
-            raise CheckpointError(f"checkpoint every N events needs N >= 1, got {self.every_events}")
+            raise CheckpointError(f"checkpoint every N events needs N >= 1, "
+                                  f"got {self.every_events}")
         if self.every_seconds is not None and not self.every_seconds > 0:
-            raise CheckpointError(f"checkpoint every S seconds needs S > 0, got {self.every_seconds}")
+            raise CheckpointError(f"checkpoint every S seconds needs S > 0, "
+                                  f"got {self.every_seconds}")
 
 
 def fingerprint(value: Any) -> str:
@@ -151,6 +153,16 @@ def checkpointing(checkpoints: Checkpoints | None):
         raise
 
 
+class prefix:
+    """The first len(items) entries of an append-only list, as they are now: a snapshot that
+    costs nothing per round (the entries are copied only when a checkpoint is written)."""
+
+    __slots__ = ("items", "length")
+
+    def __init__(self, items: list):
+        self.items, self.length = items, len(items)
+
+
 def copy_memory(memory: dict) -> dict:
     """A copy of a loop's re-solve memory (POP parts, warm-start prices) that the next solve
     cannot change."""
@@ -204,7 +216,8 @@ def read_checkpoint(path: str | os.PathLike, format: str = FORMAT) -> dict:
     try:
         text = Path(path).read_bytes()
     except OSError as exc:
-        raise CheckpointError(f"{path}: cannot read the checkpoint ({exc.strerror or exc})") from None
+        raise CheckpointError(f"{path}: cannot read the checkpoint "
+                              f"({exc.strerror or exc})") from None
     try:
         document = json.loads(text)
     except (ValueError, RecursionError):
@@ -253,6 +266,8 @@ def encode(value: Any) -> Any:
         return value
     if isinstance(value, tuple):
         return {"__tuple__": [encode(v) for v in value]}
+    if isinstance(value, prefix):
+        return _encode_rows(value.items[:value.length])
     if isinstance(value, list):
         return [encode(v) for v in value]
     if isinstance(value, dict):
@@ -260,6 +275,24 @@ def encode(value: Any) -> Any:
             return {k: encode(v) for k, v in value.items()}
         return {"__pairs__": [[encode(k), encode(v)] for k, v in value.items()]}
     raise CheckpointError(f"cannot checkpoint a value of type {type(value).__name__}")
+
+
+def _encode_rows(items: list) -> Any:
+    """A list of numbers, or of equal tuples of numbers (the loops' per-round records), as one
+    array per column (ints stay int64): one array instead of an object per entry."""
+    if not items:
+        return []
+    rows = isinstance(items[0], tuple)
+    columns = list(zip(*items)) if rows else [items]
+    if any(len(row) != len(columns) for row in items) if rows else False:
+        return encode(list(items))
+    arrays = []
+    for column in columns:
+        integer = all(type(v) is int for v in column)
+        if not integer and not all(type(v) is float for v in column):
+            return encode(list(items))
+        arrays.append(encode(np.array(column, dtype=np.int64 if integer else np.float64)))
+    return {"__rows__" if rows else "__list__": arrays}
 
 
 def decode(value: Any) -> Any:
@@ -286,6 +319,10 @@ def _decode(value: Any) -> Any:
         return array.reshape([int(n) for n in shape]).astype(_DTYPES[dtype], copy=False)
     if "__tuple__" in value:
         return tuple(_decode(v) for v in value["__tuple__"])
+    if "__rows__" in value:
+        return list(zip(*(_decode(column).tolist() for column in value["__rows__"])))
+    if "__list__" in value:
+        return _decode(value["__list__"][0]).tolist()
     if "__pairs__" in value:
         return {_hashable(_decode(k)): _decode(v) for k, v in value["__pairs__"]}
     return {k: _decode(v) for k, v in value.items()}

@@ -13,8 +13,8 @@ import numpy as np
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.mechanism.rounds import NEVER_RUN_BOOST
-from schedopt.simulation.checkpoint import (checkpointing, copy_memory, restore, saved_shape,
-                                            set_random_state)
+from schedopt.simulation.checkpoint import (checkpointing, copy_memory, prefix, restore,
+                                            saved_shape, set_random_state)
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays, finish,
                                         isolated_throughput, policy_of, progress_bar,
                                         solve_policy)
@@ -100,7 +100,7 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
                 "run_type": run_type, "run_steps": run_steps, "run_finish": run_finish,
                 "last_reset": last_reset, "need_update": need_update, "now": now,
                 "idle_rounds": idle_rounds, "memory": copy_memory(memory),
-                "solve_seconds": list(solve_seconds), "rounds": list(rounds),
+                "solve_seconds": prefix(solve_seconds), "rounds": prefix(rounds),
                 "shuffler": shuffler.getstate()}
 
     bar = progress_bar(N, progress)
@@ -121,7 +121,8 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
                 completion[running[done]] = run_finish[done]
                 need_update |= bool(done.any())
                 bar.update(int(done.sum()))
-                rounds.append((start, now - start, int(running.size), int(data.scale[running].sum())))
+                rounds.append((start, now - start, int(running.size),
+                               int(data.scale[running].sum())))
             elif (~arrived).any():
                 now = max(now, float(data.arrival[~arrived].min()))
             if not (~arrived).any() and running.size == 0:
@@ -141,8 +142,8 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
                 worker_time[:] = half * active.size
                 last_reset = now
                 X[:] = 0.0
-                X[active] = solve_policy(data, active, capacity, now, steps, iso_time, policy, config,
-                                         solve_seconds, memory)
+                X[active] = solve_policy(data, active, capacity, now, steps, iso_time, policy,
+                                         config, solve_seconds, memory)
                 in_X[:] = False
                 in_X[active] = True
                 need_update = False

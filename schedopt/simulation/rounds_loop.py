@@ -17,7 +17,7 @@ import numpy as np
 from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.mechanism.rounds import place_round
-from schedopt.simulation.checkpoint import checkpointing, copy_memory, restore
+from schedopt.simulation.checkpoint import checkpointing, copy_memory, prefix, restore
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays, finish,
                                         isolated_throughput, progress_bar, solve_policy)
 from schedopt.mechanism.topology import Topology
@@ -62,7 +62,7 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
                 "deficit": deficit.copy(), "iso_time": iso_time.copy(), "busy": busy.copy(),
                 "elapsed": elapsed, "last_solve": last_solve, "changed": changed,
                 "previous": previous, "memory": copy_memory(memory),
-                "solve_seconds": list(solve_seconds), "rounds": list(rounds)}
+                "solve_seconds": prefix(solve_seconds), "rounds": prefix(rounds)}
 
     bar = progress_bar(N, progress)
     bar.update(int(N - np.isnan(completion).sum()))
@@ -101,7 +101,8 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
             jobs = active[ran]
             kinds = np.array([placement.gpu_type[int(i)] for i in ran])
             spread = np.array([placement.nodes_spanned[int(i)] > 1 for i in ran])
-            table = np.where(spread[:, None] & config.use_unconsolidated, data.U[jobs], data.T[jobs])
+            table = np.where(spread[:, None] & config.use_unconsolidated, data.U[jobs],
+                             data.T[jobs])
             thr = table[np.arange(jobs.size), kinds]
             to_finish = (data.total[jobs] - steps[jobs]) / thr
             run = np.minimum(config.round_seconds, to_finish)

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from schedopt.cli.main import main
 from schedopt.instance import load_instance
 from schedopt.simulation import CheckpointError, CheckpointPlan, SimulationConfig, simulate
-from schedopt.simulation.checkpoint import decode, encode
+from schedopt.simulation.checkpoint import decode, encode, prefix
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "instances" / "small-heterogeneous.yaml"
@@ -145,6 +145,15 @@ def test_encoding_keeps_every_bit():
     assert back["b"].dtype == np.bool_ and back["m"].shape == (0, 3)
     assert back["t"] == (1, (2.5, None)) and back["p"] == {3: (4, 5)} and back["s"] == {"x": [1.0]}
     assert back["x"] == 0.1 + 0.2 and np.isnan(back["n"])
+    rounds = [(0.1 * k, 1 / 3 + k, k, 2 * k) for k in range(5)] + [(1e300, -0.0, -1, 2**62)]
+    seconds = [0.1, 2 / 3, 1e-17]
+    growing = list(rounds)
+    taken = prefix(growing)
+    growing.append((9.0, 9.0, 9, 9))  # appended after the snapshot: not in it
+    back = decode(json.loads(json.dumps(encode({"r": taken, "s": prefix(seconds)}))))
+    assert back["r"] == rounds and [tuple(map(type, r)) for r in back["r"]] == \
+        [(float, float, int, int)] * len(rounds)
+    assert back["s"] == seconds and all(type(v) is float for v in back["s"])
 
 
 def test_resume_without_a_file_and_bad_cadence_are_one_line_errors(tmp_path):
@@ -242,12 +251,36 @@ def test_a_corrupt_checkpoint_is_one_line_exit_2(checkpoint, tmp_path, how, expe
     one_line_exit_2(["simulate", TRACE, "--round-seconds", "1800", "--resume", path], expect)
 
 
-def test_lease_and_queue_policies_refuse_checkpoints_in_one_line(tmp_path):
+def test_lease_policies_refuse_checkpoints_in_one_line(tmp_path):
     one_line_exit_2(["simulate", ROOT / "instances" / "chronus-leases.json", "-p", "chronus",
-                     "--checkpoint", tmp_path / "c.ckpt"], "allocation policies")
-    one_line_exit_2(["simulate", ROOT / "instances" / "allox-40.json", "-p", "allox",
-                     "--checkpoint", tmp_path / "c.ckpt"], "allocation policies")
+                     "--checkpoint", tmp_path / "c.ckpt"], "allocation and queue policies")
     assert not (tmp_path / "c.ckpt").exists()
+
+
+@pytest.mark.parametrize("policy", ["allox", "sjf", "drf"])
+def test_queue_policies_resume_to_the_same_run(tmp_path, policy):
+    trace = load_instance(ROOT / "instances" / "allox-40.json")
+    full = simulate(trace, policy)
+    rng = random.Random(policy)
+    at = sorted(rng.sample(range(1, len(full.decisions)), 2))
+    path = tmp_path / "queues.ckpt"
+    for stop in at:
+        def hook(events, stop=stop):
+            if events == stop:
+                raise Stop()
+        with pytest.raises(Stop):
+            simulate(trace, policy, checkpoint=CheckpointPlan(path, every_events=4, on_event=hook),
+                     resume=path if path.exists() else None)
+    resumed = simulate(trace, policy, resume=path)
+    pd.testing.assert_frame_equal(full.jobs, resumed.jobs, check_exact=True)
+    pd.testing.assert_frame_equal(full.decisions.drop(columns="solve_seconds"),
+                                  resumed.decisions.drop(columns="solve_seconds"),
+                                  check_exact=True)
+    assert {k: v for k, v in full.summary.items() if k not in WALL_SECONDS} == \
+        {k: v for k, v in resumed.summary.items() if k not in WALL_SECONDS}
+    one_line_exit_2(["simulate", ROOT / "instances" / "allox-40.json", "-p", policy,
+                     "--resume", path, "-o", "alpha=0.5"] if policy == "allox" else
+                    ["simulate", TRACE, "-p", policy, "--resume", path], "checkpoint")
 
 
 def test_checkpoint_over_the_trace_and_cadence_alone_are_refused(tmp_path):

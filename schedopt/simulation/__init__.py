@@ -46,7 +46,7 @@ def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = S
     MODULE:NAME, or a Policy object. `config.policy_options` are the policy's options (e.g.
     lease_seconds for chronus, alpha for allox); `progress` shows a bar over finished jobs.
 
-    Allocation policies (both modes) can be checkpointed: `checkpoint` says where and how often
+    Allocation policies (both modes) and queue policies can be checkpointed: `checkpoint` says where and how often
     the run's state is written (and it is written when the run is interrupted); `resume`, a
     checkpoint file of the same trace, policy and config, continues that run to the result an
     uninterrupted run gives (schedopt.simulation.checkpoint)."""
@@ -62,12 +62,11 @@ def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = S
         run = run_gavel if config.mode == "gavel" else run_default
         if checkpoint is None and resume is None:
             return run(trace, policy, config, progress)
-        checkpoints = Checkpoints(f"rounds/{config.mode}", trace_fingerprint(trace),
-                                  options_fingerprint(policy_name(policy), fixed, config),
-                                  checkpoint, resume)
-        return run(trace, policy, config, progress, checkpoints)
-    if checkpoint is not None or resume is not None:
-        raise PolicyError(f"checkpoints cover allocation policies (rounds); {chosen.name} "
+        return run(trace, policy, config, progress,
+                   _checkpoints(f"rounds/{config.mode}", trace, policy, fixed, config,
+                                checkpoint, resume))
+    if kind == DecisionKind.LEASES and (checkpoint is not None or resume is not None):
+        raise PolicyError(f"checkpoints cover allocation and queue policies; {chosen.name} "
                           f"decides {kind.value}: run it without a checkpoint or resume")
     options = chosen.parse_options({**fixed, **config.policy_options})
     if config.partitions is not None:
@@ -82,7 +81,16 @@ def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = S
         from schedopt.policies.baselines.queues import MachineTrace
         from schedopt.simulation.queues_loop import run_queues
 
+        checkpoints = None if checkpoint is None and resume is None else _checkpoints(
+            "queues", trace, policy, fixed, config, checkpoint, resume)
         return run_queues(MachineTrace.from_instance(trace), chosen, options, name, config,
-                          progress)
+                          progress, checkpoints)
     raise PolicyError(f"policy {chosen.name} decides {kind.value}, which the simulator does not "
                       f"replay (it replays allocations, leases and queues)")
+
+
+def _checkpoints(loop: str, trace: Instance, policy: str | Policy, fixed: dict,
+                 config: SimulationConfig, plan: CheckpointPlan | None,
+                 resume: str | os.PathLike | None) -> Checkpoints:
+    return Checkpoints(loop, trace_fingerprint(trace),
+                       options_fingerprint(policy_name(policy), fixed, config), plan, resume)

@@ -2,7 +2,7 @@
 
 A checkpoint is one JSON document (written atomically, `schedopt.files.write_atomically`):
 
-    {"format": "schedopt-checkpoint/1", "loop": "rounds/default" | "rounds/gavel",
+    {"format": "schedopt-checkpoint/1", "loop": "rounds/default" | "rounds/gavel" | "queues",
      "trace_sha256": ..., "options_sha256": ..., "events": rounds done, "state": {...}}
 
 `state` holds the loop's variables at the start of a round: numpy arrays as

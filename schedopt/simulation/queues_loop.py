@@ -37,6 +37,7 @@ from schedopt.core.policy import Policy
 from schedopt.errors import SchedoptError
 from schedopt.core.events import QueueDecision, QueueStarts
 from schedopt.policies.baselines.queues import MachineTrace
+from schedopt.simulation.checkpoint import Checkpoints, checkpointing, prefix, restore
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
 from schedopt.simulation.metrics import queue_summary
 
@@ -45,8 +46,11 @@ Starts = tuple[list[tuple[int, int]], int, float]
 
 
 def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
-               config: SimulationConfig, progress: bool = False) -> SimulationResult:
-    """Replay `trace` under the QUEUES `policy` with parsed `options`."""
+               config: SimulationConfig, progress: bool = False,
+               checkpoints: Checkpoints | None = None) -> SimulationResult:
+    """Replay `trace` under the QUEUES `policy` with parsed `options`; `checkpoints`
+    (schedopt.simulation.checkpoint) resumes it from a saved state and writes its state at
+    event times (and when it is interrupted)."""
     solver = Solver(config.solver or policy.default_solver,
                     SolveOptions(time_limit=config.time_limit))
     n, K = trace.processing.shape
@@ -60,38 +64,58 @@ def run_queues(trace: MachineTrace, policy: Policy, options: Any, name: str,
     P = trace.processing
     admitted, launched, waiting = 0, 0, 0       # waiting: jobs queued now
     decisions: list[tuple] = []
-    bar = progress_bar(n, progress)
     t = arrives[0] if n else 0.0
-    while launched < n:
-        while admitted < n and arrives[admitted] <= t:
-            queued[arrivals[admitted]] = True
-            admitted += 1
-            waiting += 1
-        free = busy_until <= t
-        if waiting and free.any():
-            decision = QueueDecision(trace, t, queued, free, busy_until, running, start,
-                                     completion)
-            starts, candidates, seconds = _contract_step(policy, options, solver, decision,
-                                                         waiting)
-            for m, k in starts:
-                queued[m] = False
-                start[m], machine[m] = t, k
-                completion[m] = t + P[m, k]
-                busy_until[k], running[k] = completion[m], m
-            decisions.append((t, waiting, candidates, int(free.sum()), len(starts), seconds))
-            launched += len(starts)
-            waiting -= len(starts)
-            bar.update(len(starts))
-        later = float(busy_until.min(where=busy_until > t, initial=np.inf))  # next completion
-        if admitted < n:
-            later = min(later, arrives[admitted])
-        if later == np.inf:
-            if launched < n:  # every machine free, jobs queued, nothing started: a policy bug
-                raise SchedoptError(f"policy {name} left jobs "
-                                    f"{', '.join(np.asarray(trace.ids)[queued][:5])} "
-                                    f"waiting with every machine free at t={t:.0f} s")
-            break
-        t = later
+    if checkpoints is not None and checkpoints.resumed is not None:
+        saved = checkpoints.resumed
+        queued, start, completion, machine, busy_until, running = restore(
+            saved, queued=queued, start=start, completion=completion, machine=machine,
+            busy_until=busy_until, running=running)
+        t, admitted, launched = saved["t"], saved["admitted"], saved["launched"]
+        waiting, decisions = saved["waiting"], list(saved["decisions"])
+
+    def snapshot() -> dict:
+        return {"queued": queued.copy(), "start": start.copy(), "completion": completion.copy(),
+                "machine": machine.copy(), "busy_until": busy_until.copy(),
+                "running": running.copy(), "t": t, "admitted": admitted, "launched": launched,
+                "waiting": waiting, "decisions": prefix(decisions)}
+
+    bar = progress_bar(n, progress)
+    bar.update(launched)
+    with checkpointing(checkpoints):
+        while launched < n:
+            if checkpoints is not None:
+                checkpoints.tick(snapshot)
+            while admitted < n and arrives[admitted] <= t:
+                queued[arrivals[admitted]] = True
+                admitted += 1
+                waiting += 1
+            free = busy_until <= t
+            if waiting and free.any():
+                decision = QueueDecision(trace, t, queued, free, busy_until, running, start,
+                                         completion)
+                starts, candidates, seconds = _contract_step(policy, options, solver, decision,
+                                                             waiting)
+                for m, k in starts:
+                    queued[m] = False
+                    start[m], machine[m] = t, k
+                    completion[m] = t + P[m, k]
+                    busy_until[k], running[k] = completion[m], m
+                decisions.append((t, waiting, candidates, int(free.sum()), len(starts), seconds))
+                launched += len(starts)
+                waiting -= len(starts)
+                bar.update(len(starts))
+            # the next completion
+            later = float(busy_until.min(where=busy_until > t, initial=np.inf))
+            if admitted < n:
+                later = min(later, arrives[admitted])
+            if later == np.inf:
+                # every machine free, jobs queued, nothing started: a policy bug
+                if launched < n:
+                    raise SchedoptError(f"policy {name} left jobs "
+                                        f"{', '.join(np.asarray(trace.ids)[queued][:5])} "
+                                        f"waiting with every machine free at t={t:.0f} s")
+                break
+            t = later
     bar.close()
     frame = _job_frame(trace, start, completion, machine)
     decided = pd.DataFrame(decisions, columns=["time_s", "queued", "candidates", "free_machines",

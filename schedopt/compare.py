@@ -306,9 +306,8 @@ def _run_on_ray(tasks: list[SimulationTask], finished) -> None:
         import ray
     except ImportError:
         raise PolicyError("the ray executor needs Ray: pip install 'schedopt[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False,
-                 log_to_driver=False)
+    if not ray.is_initialized():  # ray.init joins the cluster at RAY_ADDRESS where it is set
+        ray.init(include_dashboard=False, log_to_driver=False)
     remote = ray.remote(_simulate_document)
     pending = {remote.remote(document, task.policy, task.config): task
                for task, document in zip(tasks, _documents(tasks))}

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from schedopt.backends import Status
 from schedopt.backends.base import relative_gap
@@ -99,6 +102,8 @@ class Result:
     def allocation(self) -> pd.DataFrame | None:
         if self.X is None:
             return None
+        import pandas as pd
+
         return pd.DataFrame(self.X, index=pd.Index(self.job_ids, name="job"),
                             columns=pd.Index(self.gpu_types, name="gpu_type"))
 
@@ -111,14 +116,24 @@ class Result:
 
     @property
     def effective_throughput(self) -> pd.Series | None:
-        """steps/s: sum_j T[m,j] X[m,j], or details["effective_throughput"] where a policy
+        """steps/s per job, a Series indexed by job (`effective_rates` as an array)."""
+        values = self.effective_rates
+        if values is None:
+            return None
+        import pandas as pd
+
+        return pd.Series(values, index=pd.Index(self.job_ids, name="job"), name="steps_per_s")
+
+    @property
+    def effective_rates(self) -> np.ndarray | None:
+        """(M,) steps/s: sum_j T[m,j] X[m,j], or details["effective_throughput"] where a policy
         gives it (space sharing: paired time runs at the pair's rates, not T)."""
         if self.X is None:
             return None
         given = self.details.get("effective_throughput")
-        values = (np.einsum("mj,mj->m", self.throughput, self.X) if given is None
-                  else [given[job] for job in self.job_ids])
-        return pd.Series(values, index=pd.Index(self.job_ids, name="job"), name="steps_per_s")
+        if given is None:
+            return np.einsum("mj,mj->m", self.throughput, self.X)
+        return np.array([given[job] for job in self.job_ids], dtype=float)
 
     @property
     def gap(self) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from importlib import resources
@@ -12,14 +13,8 @@ import click
 from schedopt.api import solve as solve_instance
 from schedopt.backends import BACKEND_NAMES
 from schedopt.cli import render
-from schedopt.cli.allox import allox_command
-from schedopt.cli.compare import compare_command, sweep_command
 from schedopt.cli import interrupts
 from schedopt.cli.errors import EXIT_USER_ERROR, OneLineErrors, fail
-from schedopt.cli.importers import import_group
-from schedopt.cli.leases import leases_command
-from schedopt.cli.perf import perf_group
-from schedopt.cli.simulate import place_command, simulate_command
 from schedopt.instance import load_instance, validate_file
 from schedopt.backends import SolveOptions
 from schedopt.backends.session import Solver
@@ -40,7 +35,34 @@ def parse_option(text: str) -> tuple[str, object]:
         return key, raw
 
 
-@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+# Commands defined in other modules, imported only when run or listed (a solve need not load
+# the simulator, pandas or matplotlib): name -> module:attribute.
+LAZY_COMMANDS = {
+    "import": "schedopt.cli.importers:import_group",
+    "simulate": "schedopt.cli.simulate:simulate_command",
+    "place": "schedopt.cli.simulate:place_command",
+    "compare": "schedopt.cli.compare:compare_command",
+    "sweep": "schedopt.cli.compare:sweep_command",
+    "allox": "schedopt.cli.allox:allox_command",
+    "leases": "schedopt.cli.leases:leases_command",
+    "perf": "schedopt.cli.perf:perf_group",
+}
+
+
+class Commands(OneLineErrors):
+    """The top-level group: its own commands plus LAZY_COMMANDS, loaded on first use."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name in LAZY_COMMANDS and name not in self.commands:
+            module, attribute = LAZY_COMMANDS[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="schedopt")
 def main():
     """schedopt: GPU-cluster scheduling policies as LPs/MILPs, solved exactly.
@@ -185,7 +207,7 @@ def demo(policy_names):
     rows = []
     for name in policy_names:
         result = solve_instance(instance, name)
-        thr = result.effective_throughput
+        thr = result.effective_rates
         rows.append([name, result.status.value, render.number(result.objective),
                      f"{thr.sum():.4g}", f"{thr.min():.4g}", f"{result.solve_seconds:.3f}"])
     click.echo(render.table(["policy", "status", "objective", "total steps/s",
@@ -193,9 +215,6 @@ def demo(policy_names):
     click.echo("\nNext: schedopt solve instances/tiny.json --policy max_min_fairness")
 
 
-for command in (import_group, simulate_command, place_command, compare_command, sweep_command,
-                allox_command, leases_command, perf_group):
-    main.add_command(command)
 
 
 if __name__ == "__main__":

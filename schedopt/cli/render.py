@@ -59,7 +59,7 @@ def allocation_table(result: Result, max_rows: int) -> str:
     if result.X is None:
         return "(no allocation)"
     shown = min(max_rows, len(result.job_ids))
-    thr = result.effective_throughput.to_numpy()
+    thr = result.effective_rates
     rows = [[job, *(f"{x:.4f}" for x in result.X[m]), f"{thr[m]:.4g}"]
             for m, job in enumerate(result.job_ids[:shown])]
     text = table(["job", *result.gpu_types, "steps/s"], rows)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from schedopt.errors import PolicyError
 from schedopt.instance.model import Instance
@@ -157,6 +156,8 @@ def user_fields(users, user_weight, job_weight: np.ndarray) -> dict:
     when no job names a user."""
     if users is None:
         return {}
+    import pandas as pd  # only with named users; a solve need not load pandas
+
     codes, names = pd.factorize(pd.Series(users, dtype=object), sort=True)
     alone = codes < 0
     if alone.all():

@@ -23,7 +23,7 @@ from schedopt.instance.build import build_instance
 from schedopt.instance.checks import cross_field_problems
 from schedopt.instance.model import Instance
 from schedopt.instance.table import JobTable
-from schedopt.instance.tables import is_table
+from schedopt.instance.table import is_table
 from schedopt.instance.validate import passes_schema
 
 UNSET = msgspec.UNSET

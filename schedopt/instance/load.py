@@ -17,7 +17,7 @@ import yaml
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.build import build_instance
 from schedopt.instance.columnar import columnar_instance
-from schedopt.instance.tables import instance_with_tables, uses_tables
+from schedopt.instance.table import uses_tables
 from schedopt.instance.model import Instance
 from schedopt.instance.checks import cross_field_problems
 from schedopt.instance.validate import find_problems, passes_schema
@@ -98,6 +98,8 @@ def parse_instance(doc: dict, source: str = "<memory>",
     if problems:
         raise InstanceError([Problem(source, format_path(path), message) for path, message in problems])
     if uses_tables(doc):
+        from schedopt.instance.tables import instance_with_tables  # pandas, only for tables
+
         return instance_with_tables(doc, source, base)
     return build_instance(doc, source)
 

@@ -140,3 +140,14 @@ class JobTable(Sequence):
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_jobs": None}
+
+
+def is_table(value: object) -> bool:
+    """Whether a document value is a table reference, {"table": FILE}."""
+    return isinstance(value, dict) and "table" in value and isinstance(value["table"], str)
+
+
+def uses_tables(doc: dict) -> bool:
+    """Whether the document takes its jobs or its throughput matrix from a table file."""
+    perf = doc.get("performance")
+    return is_table(doc.get("jobs")) or isinstance(perf, dict) and is_table(perf.get("throughput"))

@@ -21,7 +21,7 @@ import pandas as pd
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.build import build_instance
 from schedopt.instance.model import Instance
-from schedopt.instance.table import JobTable
+from schedopt.instance.table import JobTable, is_table
 from schedopt.instance.validate import _resolve, describe, schema
 from schedopt.instance.values import show
 
@@ -32,17 +32,6 @@ _DEFAULTS = {"scale_factor": 1.0, "weight": 1.0, "arrival_time": 0.0, "steps_don
              "isolated_time": 0.0, "total_steps": np.nan, "deadline": np.nan}
 JOB_COLUMNS = _STRINGS + _NUMBERS
 SUFFIXES = (".csv", ".parquet", ".pq")
-
-
-def is_table(value: object) -> bool:
-    """Whether a document value is a table reference, {"table": FILE}."""
-    return isinstance(value, dict) and "table" in value and isinstance(value["table"], str)
-
-
-def uses_tables(doc: dict) -> bool:
-    """Whether the document takes its jobs or its throughput matrix from a table file."""
-    perf = doc.get("performance")
-    return is_table(doc.get("jobs")) or isinstance(perf, dict) and is_table(perf.get("throughput"))
 
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:

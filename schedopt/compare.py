@@ -24,6 +24,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from schedopt.errors import PolicyError, SchedoptError
+from schedopt.executors import EXECUTORS, connected_ray, drop_pool, process_pool
 from schedopt.instance.model import Instance
 from schedopt.core.decisions import DecisionKind
 from schedopt.core.registry import resolve
@@ -34,7 +35,6 @@ from schedopt.simulation.checkpoint import (CheckpointError, decode, encode, fin
 __all__ = ["Comparison", "compare", "load_sweep", "run_number", "summary_row", "window_jct",
            "SimulationTask", "run_simulations", "FinishedRuns", "EXECUTORS"]
 
-EXECUTORS = ("serial", "process", "ray")
 
 
 class Comparison(NamedTuple):
@@ -283,17 +283,15 @@ def _run_in_processes(tasks: list[SimulationTask], finished) -> None:
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    from schedopt.policies.partitioned import _POOLS, _pool
-
     workers = max(1, min(len(tasks), os.cpu_count() or 1))
-    pool = _pool(workers)
+    pool = process_pool(workers)
     futures = {pool.submit(_simulate_document, document, task.policy, task.config): task
                for task, document in zip(tasks, _documents(tasks))}
     try:
         for future in as_completed(futures):
             finished(futures[future], future.result())
     except BrokenProcessPool:
-        _POOLS.pop(workers).shutdown(cancel_futures=True)
+        drop_pool(workers)
         raise PolicyError("a simulation worker process died; policies given as MODULE:NAME "
                           "must be importable there, else use executor 'serial'") from None
     finally:
@@ -302,12 +300,7 @@ def _run_in_processes(tasks: list[SimulationTask], finished) -> None:
 
 
 def _run_on_ray(tasks: list[SimulationTask], finished) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise PolicyError("the ray executor needs Ray: pip install 'schedopt[ray]'") from None
-    if not ray.is_initialized():  # ray.init joins the cluster at RAY_ADDRESS where it is set
-        ray.init(include_dashboard=False, log_to_driver=False)
+    ray = connected_ray()
     remote = ray.remote(_simulate_document)
     pending = {remote.remote(document, task.policy, task.config): task
                for task, document in zip(tasks, _documents(tasks))}

@@ -52,12 +52,10 @@ exact_seconds and gap (relative, >= 0 when POP is worse), and the bound is the e
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import os
 import time
 import pickle
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
@@ -69,10 +67,10 @@ from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
+from schedopt.executors import EXECUTORS, connected_ray, drop_pool, process_pool
 from schedopt.policies.machine_times import MachineTimes, QueuesPart
 
 PARTITION_METHODS = ("stratified", "random")
-EXECUTORS = ("serial", "process", "ray")
 SPLITS = (DecisionKind.ALLOCATION, DecisionKind.QUEUES)
 
 
@@ -309,40 +307,6 @@ def _solve_part(policy: Policy, problem: ThroughputProblem, options, solver: Sol
     return outcome
 
 
-_POOLS: dict[int, ProcessPoolExecutor] = {}
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _pool(workers: int) -> ProcessPoolExecutor:
-    """A process pool kept for the life of the program (starting one costs ~1 s)."""
-    if workers not in _POOLS:
-        import multiprocessing
-
-        # Workers inherit the environment at spawn: one BLAS thread each, so they do not
-        # oversubscribe the cores the pool already fills.
-        saved = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
-        os.environ.update(dict.fromkeys(_THREAD_VARIABLES, "1"))
-        try:
-            _POOLS[workers] = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("spawn"))
-            # Start every worker now, while the variables are set (they spawn on demand).
-            list(_POOLS[workers].map(time.sleep, [0.05] * workers))
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-    return _POOLS[workers]
-
-
-@atexit.register
-def _close_pools() -> None:
-    for pool in _POOLS.values():
-        pool.shutdown(cancel_futures=True)
-    _POOLS.clear()
-
-
 def _check_picklable(policy: Policy, executor: str) -> None:
     """PolicyError in one line when `policy` cannot travel to worker processes."""
     try:
@@ -370,20 +334,14 @@ def _run_parts(executor: str, policy: Policy, parts: list[ThroughputProblem], op
         chunk = -(-len(parts) // workers)  # one round trip per worker
         count = len(parts)
         try:
-            return list(_pool(workers).map(_solve_part, [policy] * count, parts,
+            return list(process_pool(workers).map(_solve_part, [policy] * count, parts,
                                            [options] * count, [remote_solver] * count,
                                            chunksize=chunk))
         except BrokenProcessPool:  # e.g. a worker could not import the policy's module
-            _POOLS.pop(workers).shutdown(cancel_futures=True)
+            drop_pool(workers)
             raise PolicyError(f"a POP worker process died solving {policy.name}; the policy "
                               f"must be importable there (defined at module level of a module "
                               f"or script), else use executor 'serial'") from None
-    try:
-        import ray
-    except ImportError:
-        raise PolicyError("the ray executor needs Ray: pip install 'schedopt[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False,
-                 log_to_driver=False)
+    ray = connected_ray()
     remote = ray.remote(_solve_part)
     return ray.get([remote.remote(policy, part, options, remote_solver) for part in parts])

@@ -48,3 +48,19 @@ def test_admitted_jobs_never_miss_at_short_leases(seed, lease_seconds):
     assert ever["met_deadline"].all()
     assert not slo["demoted"].any()
     assert np.isfinite(jobs["completion_s"]).all()
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_admitted_jobs_keep_their_plan_when_the_lease_milp_has_no_time(seed):
+    # 20 ms per lease MILP: most boundaries end in the fallbacks (greedy, roundings, then the
+    # admitted jobs' reservations, leases already past left out). Before those were read right,
+    # each of these seeds demoted admitted jobs and one or two missed their deadline.
+    settings = LeaseSettings(lease_seconds=60.0, resume_overhead_s=30.0, time_limit=0.02,
+                             horizon_seconds=4 * 3600.0)
+    jobs = simulate_leases(small_burst(seed, 24), "chronus",
+                           LeaseSimulationConfig(settings)).jobs
+    slo = jobs[jobs["slo"]]
+    ever = slo[slo["admitted"] | slo["demoted"]]
+    assert len(ever) >= 10
+    assert ever["met_deadline"].all()
+    assert not slo["demoted"].any()

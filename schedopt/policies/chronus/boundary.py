@@ -6,16 +6,21 @@ lease-based simulator (every boundary). A boundary at time `now` (s) sees the ac
 as absolute times (s) with values. Leases are `lease_seconds` long; a job that starts or resumes
 loses `resume_overhead_s` of its lease to restoring its checkpoint.
 
-- Leases needed: n_j = ceil(remaining_s / (lease_seconds - resume_overhead_s)), as if every lease
-  paid the overhead (a job that keeps its GPUs does not, so the plan is conservative).
+- Work needed (`resume_overhead_per="run"`, the default): r_j = remaining_s / lease_seconds
+  leases of running, the overhead (a = resume_overhead_s / lease_seconds of a lease) paid once
+  per run of consecutive leases the plan gives the job, and not at the start of the window by a
+  job in `held` (it held its GPUs in the last lease and keeps them); see `LeaseProblem`. With
+  "lease": n_j = ceil(remaining_s / (lease_seconds - resume_overhead_s)) leases, as if every
+  lease paid the overhead (conservative).
 - Horizon of an option due at A: the slots of `lease_grid` that end by A (single leases near
   now, aligned blocks of 2, 4, 8... leases farther, over `horizon_seconds`; with one lease per
-  slot, floor((A - now) / lease_seconds) capped at the window). An option whose slots hold
-  fewer than n_j leases is unreachable, unless the job is tight (`plan_inputs`).
+  slot, floor((A - now) / lease_seconds) capped at the window). An option whose slots cannot
+  serve the job (one run over all of them) is unreachable; counting per lease, unless the job
+  is tight (`plan_inputs`).
 - `demote_hopeless`: admitted jobs none of whose options is reachable any more lose their
   guarantee and become best effort; so do admitted jobs the lease MILP cannot place
-  (`BoundaryDecision.unplaced`; only when the solver found no plan and the greedy fallback
-  failed). A latest-fit packing is not used to demote: it is a heuristic, and in simulation every
+  (`BoundaryDecision.unplaced`; only when the solver found no plan, the greedy and rounding
+  fallbacks failed and the reservations, when given, are not a plan). A latest-fit packing is not used to demote: it is a heuristic, and in simulation every
   job it demoted would have met its deadline.
 - `admit_arrivals`: arriving SLO jobs, in order, through `chronus_admission.admit` against the
   GPUs the admitted jobs' reservations leave free (every GPU of the pool in every lease of the
@@ -309,8 +314,9 @@ def lease_grid(now: float, settings: LeaseSettings) -> np.ndarray:
     slots_per_doubling): about slots_per_doubling slots per doubling of the distance. W grows
     with d and aligned blocks nest, so the grid one lease later refines this one over the leases
     both cover: a plan stays a plan as time advances. The last slot may end past the window.
-    A slot of w leases counts w of a job's `leases_needed`, each as if it paid the resume
-    overhead: counting the overhead once per slot would be valid now, but the pieces of a slot
+    Counting the overhead in every lease, a slot of w leases counts w of a job's
+    `leases_needed`, each as if it paid the resume overhead: counting it once per slot would be
+    valid now, but the pieces of a slot
     split later would count less than the whole and plans would stop being plans (measured: 39
     of 68 admitted jobs missed their deadline at 60 s leases).
     """
@@ -563,7 +569,7 @@ def _reserved_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray
         if i < 0 or not problem.admitted[i]:
             continue
         t = np.unique(np.asarray(offsets, dtype=np.int64))
-        t = t[t < start[-1]]
+        t = t[(t >= 0) & (t < start[-1])]  # leases already past are not part of the plan
         slots = np.unique(np.searchsorted(start, t, side="right") - 1)
         if t.size != int(problem.width[slots].sum()):
             return plan  # not whole slots

@@ -18,6 +18,10 @@ indexes slots, x_kt = 1 holds every lease of slot t and gives a_t leases of work
 is then n_k s_k <= sum_t a_t x_kt <= (n_k + A_k - 1) s_k (A_k: the largest a_t the option can
 use; only options with A_k > 1 get the upper `overfill` row), the equality when every a_t = 1.
 
+Overhead once per run (`LeaseProblem.per_run`): the count row becomes sum_t a_t x_kt -
+overhead * sum_t y_kt >= work_j s_k, with y_kt >= x_kt - x_k,t-1 (y_k0 >= x_k0 - held_j) marking
+where option k starts a run, and overfill on every option (`_run_rows`).
+
 sigma = +1 pulls guaranteed work into lease 0 (run early), sigma = -1 pushes it out (run late);
 |sigma term| <= C_0 / max C_t <= 1, so it only breaks ties between equal values in practice.
 Columns: x of option 0 (min(D_0, H) leases), x of option 1, ..., then s_0..s_{K-1}.
@@ -155,11 +159,12 @@ def _at(var: Variable, index: np.ndarray) -> Expr:
     return Expr(np.arange(index.size), var.cols[index], np.ones(index.size), 0.0, index.shape)
 
 
-def lease_model(problem: LeaseProblem) -> LeaseModel:
+def lease_model(problem: LeaseProblem, runs: bool = True) -> LeaseModel:
     """The MILP of the module docstring (x columns, then s; rows lease_count, capacity,
     one_option, then overfill where an option reaches a slot wider than one lease). With the
     overhead counted per run (`LeaseProblem.per_run`), y columns follow s and the rows are
-    those of `_run_rows`."""
+    those of `_run_rows`; runs=False leaves y out and counts one run per chosen option
+    (`_one_run_rows`: a relaxation, for the LP stage)."""
     K, H, J = problem.num_options, problem.num_leases, problem.num_jobs
     option, lease, _ = _option_columns(problem)
     g = problem.gpus[problem.option_job].astype(float)  # (K,) GPUs of each option's job
@@ -175,8 +180,10 @@ def lease_model(problem: LeaseProblem) -> LeaseModel:
     x = m.variable("x", option.size, upper=(g[option] <= problem.capacity[lease]).astype(float),
                    integer=True)
     s = m.variable("s", K, upper=_servable(problem).astype(float), integer=True)
-    if problem.per_run:
-        y = _run_rows(m, problem, x, s, option, lease, a)
+    if problem.per_run and runs:
+        _run_rows(m, problem, x, s, option, lease, a)
+    elif problem.per_run:
+        _one_run_rows(m, problem, x, s, option, a)
     else:
         m.add("lease_count", Constraint(_sum_by(x, option, K, a) - n * s, 0.0,
                                         np.where(widest > 1, np.inf, 0.0)))
@@ -199,6 +206,24 @@ def _servable(problem: LeaseProblem) -> np.ndarray:
         return leases >= problem.leases_needed[job]
     one_run = leases - problem.overhead * ~problem.held[job]
     return (leases >= 1) & (one_run >= problem.work[job] + RUN_MARGIN)
+
+
+def _one_run_rows(m: Model, problem: LeaseProblem, x: Variable, s: Variable, option: np.ndarray,
+                  a: np.ndarray) -> None:
+    """lease_count rows of a relaxation of `_run_rows` without y: a chosen option starts at
+    least one run (sum_t y_kt >= s_k - held_j: its first slot held starts one, unless it is
+    slot 0 of a job that held its GPUs), so
+
+        sum_t a_t x_kt >= (work_j + overhead (1 - held_j) + RUN_MARGIN) s_k.
+
+    Every plan of the MILP meets it, so its LP optimum bounds the MILP's. Its y columns are in
+    no row (the MILP's columns, so that solutions read alike), and it has no run_start rows:
+    about half the size of the MILP's LP relaxation."""
+    m.variable("y", option.size, upper=1.0, integer=True)
+    job = problem.option_job
+    need = problem.work[job] + problem.overhead * ~problem.held[job] + RUN_MARGIN
+    m.add("lease_count", Constraint(_sum_by(x, option, problem.num_options, a) - need * s,
+                                    0.0, np.inf))
 
 
 def _run_rows(m: Model, problem: LeaseProblem, x: Variable, s: Variable, option: np.ndarray,
@@ -244,7 +269,13 @@ def lease_relaxation(problem: LeaseProblem) -> LinearProgram:
 
 def lease_programs(problem: LeaseProblem) -> tuple[LinearProgram, LinearProgram]:
     """(`lease_milp`, `lease_relaxation`) from one compile: the MILP is the relaxation's rows
-    before "within" (its last block), with every column integer."""
+    before "within" (its last block), with every column integer. With the overhead counted per
+    run, the relaxation is that of `lease_model(problem, runs=False)` (the MILP's columns, y in
+    no row), and the MILP is compiled on its own."""
+    if problem.per_run:
+        relaxed = lease_model(problem, runs=False)
+        relaxed.model.add("within", relaxed.x - _at(relaxed.s, relaxed.option) <= 0.0)
+        return lease_milp(problem), replace(relaxed.model.compile(), integer=None)
     lease = lease_model(problem)
     rows = max(block.stop for block in lease.model.row_slices().values())
     lease.model.add("within", lease.x - _at(lease.s, lease.option) <= 0.0)

@@ -156,7 +156,7 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
     for g, leases in reserved_run.items():
         i = int(position[g]) if g < size else -1
         if i >= 0 and admitted[i]:
-            reserved[i] = tuple(t - lease for t in leases)
+            reserved[i] = tuple(t - lease for t in leases if t >= lease)
     new = np.arange(n) if boundary.arrived is None else np.flatnonzero(boundary.arrived)
     arriving = new[np.lexsort((new, boundary.arrival[new]))]
     admitted, reserved = admit_arrivals(jobs, admitted, arriving, reserved, boundary.capacity,

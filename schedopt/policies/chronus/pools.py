@@ -3,7 +3,8 @@ heterogeneous pools).
 
 Pools p = 0..P-1 (one per GPU type) share the slot grid t = 0..H-1 of the boundary; pool p has
 C_pt GPUs free in every lease of slot t. Job j runs on g_jp GPUs of pool p (0: not there) and
-needs n_jp leases of work there (its remaining steps / steps/s on that type, `leases_needed`);
+needs n_jp leases of work there (its remaining steps / steps/s on that type, `leases_needed`,
+the resume overhead counted in every lease whatever `resume_overhead_per` says);
 slot t gives a_t of them (its w_t leases). Options v of job j: value u_jv, horizon D_jv slots. With
 x_jvpt = 1 when job j holds slot t of pool p for its option v, and s_jvp = 1 when it takes option
 v on pool p:

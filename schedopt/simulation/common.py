@@ -248,12 +248,14 @@ def isolated_throughput(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray) 
 
 
 def progress_bar(total: int, enabled: bool):
-    """A tqdm bar over completed jobs when `enabled` (and tqdm is installed), else a no-op."""
+    """A tqdm bar over completed jobs when `enabled` (and tqdm is installed), else a no-op.
+    `bar.simulated_time(t)` (t in simulated seconds) shows the run's rate, simulated seconds
+    per wall-clock second."""
     if enabled:
         try:
             from tqdm import tqdm
 
-            return tqdm(total=total, unit="job", desc="simulating")
+            return _RateBar(tqdm(total=total, unit="job", desc="simulating"))
         except ImportError:
             pass
     return _NoBar()
@@ -263,5 +265,30 @@ class _NoBar:
     def update(self, n: int) -> None:
         pass
 
+    def simulated_time(self, t: float) -> None:
+        pass
+
     def close(self) -> None:
         pass
+
+
+class _RateBar:
+    """A tqdm bar over finished jobs, its postfix the simulated seconds per wall second."""
+
+    def __init__(self, bar):
+        self.bar, self.start, self.first, self.shown = bar, time.perf_counter(), None, 0.0
+
+    def update(self, n: int) -> None:
+        self.bar.update(n)
+
+    def simulated_time(self, t: float) -> None:
+        if self.first is None:
+            self.first = t
+        now = time.perf_counter()
+        if now - self.shown >= 0.5:  # tqdm's own refresh rate; a postfix costs a redraw
+            self.shown = now
+            self.bar.set_postfix_str(f"{(t - self.first) / max(now - self.start, 1e-9):,.0f} sim s/s",
+                                     refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()

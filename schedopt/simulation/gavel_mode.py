@@ -121,6 +121,7 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
                 completion[running[done]] = run_finish[done]
                 need_update |= bool(done.any())
                 bar.update(int(done.sum()))
+                bar.simulated_time(now)
                 rounds.append((start, now - start, int(running.size),
                                int(data.scale[running].sum())))
             elif (~arrived).any():

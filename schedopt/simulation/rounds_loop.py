@@ -120,6 +120,7 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
             previous = {int(active[i]): g for i, g in placement.gpus.items()}
             t += length
             bar.update(int(finished.sum()))
+            bar.simulated_time(t)
     bar.close()
     return finish(policy, config, data, completion, iso_time, steps, busy, capacity,
                   solve_seconds, rounds)

@@ -167,44 +167,40 @@ def runs(leases) -> int:
     return int(t.size and 1 + np.count_nonzero(np.diff(t) > 1))
 
 
+def admit_long_jobs(settings: LeaseSettings, enough) -> None:
+    """`long_jobs` admitted at 0 under `settings`: jobs 0 and 1, each reserved leases before
+    its deadline (300 and 330 leases) past the old 96-lease window, that `enough` says serve
+    it, within the 8 GPUs; the lease MILP then places both."""
+    jobs = long_jobs()
+    admitted, reserved = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8,
+                                        0.0, settings)
+    assert admitted.tolist() == [True, True, False]
+    for j, deadline_leases in ((0, 300), (1, 330)):
+        held = reserved[j]
+        assert max(held) >= 96 and max(held) < deadline_leases
+        assert enough(held)
+    used = np.zeros(400, dtype=np.int64)
+    for j, held in reserved.items():
+        used[list(held)] += 4
+    assert used.max() <= 8
+    decision = plan_boundary(jobs, admitted, 8, 0.0, settings)
+    assert decision.unplaced.size == 0 and set(decision.reserved) == {0, 1}
+
+
 def test_short_leases_admit_jobs_whose_deadlines_lie_beyond_96_leases():
     jobs = long_jobs()
     old = LeaseSettings(lease_seconds=60.0, horizon_leases=96, horizon_seconds=None,
                         resume_overhead_per="lease")
     admitted, _ = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8, 0.0, old)
     assert not admitted.any()  # the 96-lease window of before: "no reachable option"
-    new = LeaseSettings(lease_seconds=60.0, resume_overhead_per="lease")
-    admitted, reserved = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8,
-                                        0.0, new)
-    assert admitted.tolist() == [True, True, False]
-    for j, deadline_leases in ((0, 300), (1, 330)):
-        held = reserved[j]
-        assert max(held) >= 96 and max(held) < deadline_leases
-        # 2 h of work at 30 s per lease (60 s less the 30 s resume overhead): 240 leases.
-        assert len(set(held)) >= 240
-    used = np.zeros(400, dtype=np.int64)
-    for j, held in reserved.items():
-        used[list(held)] += 4
-    assert used.max() <= 8
-    decision = plan_boundary(jobs, admitted, 8, 0.0, new)
-    assert decision.unplaced.size == 0 and set(decision.reserved) == {0, 1}
-    # Counting the overhead once per run of consecutive leases (the default): the same jobs,
-    # with reservations of 2 h of work = 120 leases plus 30 s per run.
-    per_run = LeaseSettings(lease_seconds=60.0)
-    admitted, reserved = admit_arrivals(jobs, np.zeros(3, dtype=bool), np.arange(3), {}, 8,
-                                        0.0, per_run)
-    assert admitted.tolist() == [True, True, False]
-    for j, deadline_leases in ((0, 300), (1, 330)):
-        held = reserved[j]
-        assert max(held) >= 96 and max(held) < deadline_leases
-        assert len(set(held)) * 60.0 - 30.0 * runs(held) >= 7200.0
-        assert len(set(held)) < 240
-    used = np.zeros(400, dtype=np.int64)
-    for j, held in reserved.items():
-        used[list(held)] += 4
-    assert used.max() <= 8
-    decision = plan_boundary(jobs, admitted, 8, 0.0, per_run)
-    assert decision.unplaced.size == 0 and set(decision.reserved) == {0, 1}
+    # 2 h of work at 30 s per lease (60 s less the 30 s resume overhead): 240 leases.
+    admit_long_jobs(LeaseSettings(lease_seconds=60.0, resume_overhead_per="lease"),
+                    lambda held: len(set(held)) >= 240)
+    # Counting the overhead once per run of consecutive leases (the default): 2 h of work =
+    # 120 leases plus 30 s per run.
+    admit_long_jobs(LeaseSettings(lease_seconds=60.0),
+                    lambda held: (len(set(held)) * 60.0 - 30.0 * runs(held) >= 7200.0
+                                  and len(set(held)) < 240))
 
 
 def test_a_running_job_is_not_written_off_near_its_deadline():

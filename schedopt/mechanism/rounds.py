@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from itertools import chain
 from typing import Mapping
 
 import numpy as np
@@ -135,9 +136,9 @@ def _extensions(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topology
     if not jobs:
         return {}
     jobs.sort()
-    sizes = np.array([len(previous[m]) for m in jobs])
+    sizes = scale_factor[jobs]
     owner = np.repeat(np.array(jobs), sizes)
-    gpus = np.concatenate([np.asarray(previous[m], dtype=int) for m in jobs])
+    gpus = _flat(previous, jobs, int(sizes.sum()))
     if np.unique(gpus).size < gpus.size:  # overlapping claims: decide them one job at a time
         free = np.ones(topology.num_gpus, dtype=bool)
         kept = {}
@@ -152,13 +153,19 @@ def _extensions(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topology
     return {m: tuple(previous[m]) for m, keep in zip(jobs, ok) if keep}
 
 
+def _flat(gpus: Mapping[int, tuple[int, ...]], jobs, count: int) -> np.ndarray:
+    """The GPU ids of `jobs` (keys of `gpus`), concatenated in that order; `count` their
+    number (-1: unknown)."""
+    return np.fromiter(chain.from_iterable(gpus[m] for m in jobs), dtype=int, count=count)
+
+
 def place_on_gpus(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topology,
                   previous: Mapping[int, tuple[int, ...]]) -> RoundPlacement:
     """Step 4: concrete GPU ids for the jobs `chosen` assigned to a type."""
     gpus = _extensions(chosen, scale_factor, topology, previous)
     is_free = np.ones(topology.num_gpus, dtype=bool)
     if gpus:
-        is_free[np.concatenate([np.asarray(g, dtype=int) for g in gpus.values()])] = False
+        is_free[_flat(gpus, gpus, -1)] = False
     running = np.flatnonzero(chosen >= 0)
     rest = [int(m) for m in running[np.argsort(-scale_factor[running], kind="stable")]
             if int(m) not in gpus]
@@ -170,11 +177,11 @@ def place_on_gpus(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topolo
         gpus[m] = pools[int(chosen[m])].take(int(scale_factor[m]))
     jobs = list(gpus)
     if jobs:
-        sizes = np.array([len(gpus[m]) for m in jobs])
-        nodes = topology.gpu_node[np.concatenate([np.asarray(gpus[m], dtype=int) for m in jobs])]
+        sizes = scale_factor[jobs]
+        nodes = topology.gpu_node[_flat(gpus, jobs, int(sizes.sum()))]
         owner = np.repeat(np.arange(len(jobs)), sizes)
-        pairs = np.unique(np.stack([owner, nodes]), axis=1)
-        spanned = np.bincount(pairs[0], minlength=len(jobs))
+        pairs = np.unique(owner * (int(topology.gpu_node.max()) + 1) + nodes)  # (job, node) keys
+        spanned = np.bincount(pairs // (int(topology.gpu_node.max()) + 1), minlength=len(jobs))
     else:
         spanned = np.zeros(0, dtype=int)
     return RoundPlacement(gpus=gpus, gpu_type={m: int(chosen[m]) for m in jobs},

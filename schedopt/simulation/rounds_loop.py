@@ -64,60 +64,85 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
                 "previous": previous, "memory": copy_memory(memory),
                 "solve_seconds": prefix(solve_seconds), "rounds": prefix(rounds)}
 
+    # Incremental state: arrivals are read off the trace sorted by arrival time, the active set
+    # changes only where jobs arrive or finish, and a re-solve resets only the rows of jobs that
+    # ran or held an allocation since the last one (`since`): per round the work grows with the
+    # active jobs, not with the trace.
+    by_arrival = np.argsort(data.arrival, kind="stable")
+    sorted_arrival = data.arrival[by_arrival]
+    admitted = int(arrived.sum())  # arrivals form a prefix of `by_arrival`
+    unfinished = int(np.isnan(completion).sum())
+    active = np.flatnonzero(arrived & np.isnan(completion))
+    since = np.flatnonzero(X.any(axis=1) | received.any(axis=1) | (arrived & np.isnan(completion)))
+    iso = None  # isolated throughputs of `active`, recomputed when it changes
     bar = progress_bar(N, progress)
-    bar.update(int(N - np.isnan(completion).sum()))
+    bar.update(N - unfinished)
     with checkpointing(checkpoints):
-        while N and np.isnan(completion).any():
+        while unfinished:
             if checkpoints is not None:
                 checkpoints.tick(snapshot)
-            new = ~arrived & (data.arrival <= t)
-            arrived |= new
-            changed |= bool(new.any())
-            active = np.flatnonzero(arrived & np.isnan(completion))
+            upto = int(np.searchsorted(sorted_arrival, t, side="right"))
+            if upto > admitted:
+                new = by_arrival[admitted:upto]
+                admitted = upto
+                arrived[new] = True
+                active = np.union1d(active, new)
+                since = np.union1d(since, new)
+                changed, iso = True, None
             if active.size == 0:
-                t = float(data.arrival[~arrived].min())
+                t = float(sorted_arrival[admitted])
                 continue
             if changed and (t - last_solve >= config.min_resolve_interval or not X[active].any()):
-                deficit += X * elapsed - received  # the old allocation's shortfall, carried over
-                X[:] = 0.0
+                deficit[since] += X[since] * elapsed - received[since]  # the old shortfall, carried
+                X[since] = 0.0
+                received[since] = 0.0
                 X[active] = solve_policy(data, active, capacity, t, steps, iso_time, policy, config,
                                          solve_seconds, memory)
-                received[:] = 0.0
+                since = active
                 elapsed, last_solve, changed = 0.0, t, False
-            position = np.searchsorted(active, list(previous))  # previous jobs' local index
-            local = {int(i): g for i, (m, g) in zip(position, previous.items())
-                     if i < active.size and active[i] == m}
+            held = np.fromiter(previous, dtype=int, count=len(previous))
+            position = np.searchsorted(active, held)  # previous jobs' local index
+            keep = position < active.size
+            keep[keep] = active[position[keep]] == held[keep]
+            local = dict(zip(position[keep].tolist(), (previous[m] for m in held[keep].tolist())))
             placement = place_round(X[active], data.scale[active], topology, received[active],
                                     elapsed, local, deficit[active], runnable[active],
                                     config.work_conserving)
-            ran = np.array(sorted(placement.gpus), dtype=int)
-            if ran.size == 0:
-                waiting = data.arrival[~arrived]
-                if waiting.size == 0:
+            if not placement.gpus:
+                if admitted == N:
                     raise SchedoptError(f"jobs {', '.join(data.ids[active][:5])} can never run: "
                                         f"no GPU type has room and throughput for them")
-                t = max(t + config.round_seconds, float(waiting.min()))
+                t = max(t + config.round_seconds, float(sorted_arrival[admitted]))
                 continue
+            placed = np.fromiter(placement.gpu_type, dtype=int, count=len(placement.gpu_type))
+            order = np.argsort(placed)
+            ran = placed[order]
+            kinds = np.fromiter(placement.gpu_type.values(), dtype=int, count=ran.size)[order]
+            spread = np.fromiter(placement.nodes_spanned.values(), dtype=int,
+                                 count=ran.size)[order] > 1
             jobs = active[ran]
-            kinds = np.array([placement.gpu_type[int(i)] for i in ran])
-            spread = np.array([placement.nodes_spanned[int(i)] > 1 for i in ran])
+            held = active[placed]  # in the order of placement.gpus
             table = np.where(spread[:, None] & config.use_unconsolidated, data.U[jobs],
                              data.T[jobs])
             thr = table[np.arange(jobs.size), kinds]
             to_finish = (data.total[jobs] - steps[jobs]) / thr
             run = np.minimum(config.round_seconds, to_finish)
-            iso = isolated_throughput(data.T[active], data.scale[active], capacity)
+            if iso is None:
+                iso = isolated_throughput(data.T[active], data.scale[active], capacity)
             iso_time[jobs] += thr * run / iso[ran]
             steps[jobs] += thr * run
             finished = to_finish <= config.round_seconds
             completion[jobs[finished]] = t + to_finish[finished]
-            changed |= bool(finished.any())
+            if finished.any():
+                changed, iso = True, None
+                unfinished -= int(finished.sum())
+                active = np.setdiff1d(active, jobs[finished], assume_unique=True)
             received[jobs, kinds] += run
             np.add.at(busy, kinds, data.scale[jobs] * run)
             length = float(run.max())
             elapsed += length
             rounds.append((t, length, int(jobs.size), int(data.scale[jobs].sum())))
-            previous = {int(active[i]): g for i, g in placement.gpus.items()}
+            previous = dict(zip(held.tolist(), placement.gpus.values()))
             t += length
             bar.update(int(finished.sum()))
             bar.simulated_time(t)

@@ -61,8 +61,8 @@ def assign_types(allocation: np.ndarray, priority: np.ndarray, deficit: np.ndarr
                  served: np.ndarray, work_conserving: bool = True) -> np.ndarray:
     """(M,) the type index each job runs on this round, -1 for none (steps 2 and 3)."""
     M, J = allocation.shape
-    chosen = np.full(M, -1)
-    free = capacity.astype(float).tolist()  # Python floats: this loop is scalar work
+    chosen = [-1] * M  # Python ints and floats: these loops are scalar work
+    free = capacity.astype(float).tolist()
     jobs, types = np.nonzero(allocation > 0)
     order = np.lexsort((-allocation[jobs, types], -deficit[jobs, types], -priority[jobs, types]))
     need = scale_factor.tolist()
@@ -72,17 +72,19 @@ def assign_types(allocation: np.ndarray, priority: np.ndarray, deficit: np.ndarr
             chosen[m] = j
             free[j] -= need[m]
             if max(free) < smallest:
-                return chosen
+                return np.array(chosen, dtype=int)
     if work_conserving:
-        waiting = np.flatnonzero(chosen < 0)
+        waiting = np.flatnonzero(np.array(chosen) < 0)
         for m in waiting[np.argsort(served[waiting], kind="stable")].tolist():
+            if max(free) < smallest:
+                break  # no job fits anywhere any more
             fits = [j for j in np.flatnonzero(runnable[m]).tolist() if free[j] >= need[m]]
             if fits:
                 row = allocation[m]
                 j = max(fits, key=lambda k: row[k])  # where X wants it most, else first
                 chosen[m] = j
                 free[j] -= need[m]
-    return chosen
+    return np.array(chosen, dtype=int).reshape(M)
 
 
 class _FreeGpus:
@@ -131,15 +133,20 @@ def _extensions(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topology
                 previous: Mapping[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
     """Jobs that keep last round's GPUs: same type, as many GPUs as their scale factor, and
     none of them kept by a job of lower index."""
-    jobs = [m for m, g in previous.items() if 0 <= m < chosen.size and chosen[m] >= 0
-            and len(g) == scale_factor[m]]
+    held = np.fromiter(previous, dtype=int, count=len(previous))
+    lengths = np.fromiter(map(len, previous.values()), dtype=int, count=held.size)
+    inside = (held >= 0) & (held < chosen.size)
+    index = held[inside]
+    eligible = np.zeros(held.size, dtype=bool)
+    eligible[inside] = (chosen[index] >= 0) & (lengths[inside] == scale_factor[index])
+    jobs = np.sort(held[eligible]).tolist()
     if not jobs:
         return {}
-    jobs.sort()
     sizes = scale_factor[jobs]
     owner = np.repeat(np.array(jobs), sizes)
     gpus = _flat(previous, jobs, int(sizes.sum()))
-    if np.unique(gpus).size < gpus.size:  # overlapping claims: decide them one job at a time
+    ordered = np.sort(gpus)
+    if (ordered[1:] == ordered[:-1]).any():  # overlapping claims: decide them one job at a time
         free = np.ones(topology.num_gpus, dtype=bool)
         kept = {}
         for m in jobs:
@@ -150,7 +157,7 @@ def _extensions(chosen: np.ndarray, scale_factor: np.ndarray, topology: Topology
         return kept
     same_type = topology.gpu_type[gpus] == chosen[owner]
     ok = np.logical_and.reduceat(same_type, np.r_[0, np.cumsum(sizes)[:-1]])
-    return {m: tuple(previous[m]) for m, keep in zip(jobs, ok) if keep}
+    return {m: tuple(previous[m]) for m in np.asarray(jobs)[ok].tolist()}
 
 
 def _flat(gpus: Mapping[int, tuple[int, ...]], jobs, count: int) -> np.ndarray:

@@ -63,3 +63,16 @@ def test_nodes_spanned_counts_the_distinct_nodes_of_each_jobs_gpus():
         assert len(used) == len(set(used))
         previous = placement.gpus
         received = received + placement.type_matrix(M, 2) * 360.0
+
+
+def test_progress_bar_shows_simulated_seconds_per_wall_second():
+    pytest.importorskip("tqdm")
+    from schedopt.simulation.common import progress_bar
+
+    bar = progress_bar(3, True)
+    bar.simulated_time(0.0)
+    bar.simulated_time(7200.0)
+    bar.update(3)
+    assert bar.bar.n == 3
+    assert str(bar.bar.postfix).endswith("sim s/s")
+    bar.close()

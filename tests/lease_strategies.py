@@ -27,6 +27,21 @@ def draw_lease_jobs(draw, num_jobs: int, num_leases: int, max_options: int, max_
     return gpus, needed, job, value, horizon, capacity
 
 
+def draw_options_and_capacity(draw, n: int, H: int):
+    """(option job, value, horizon, capacity per lease, admitted) for `n` jobs on `H` leases of a
+    windowed problem: 1-2 deadline options per job, values from {1, 2, 3.5}, horizons 1..H,
+    capacity from {2, 4, 5} GPUs per lease, each job admitted or not."""
+    option_job, value, horizon = [], [], []
+    for j in range(n):
+        for _ in range(draw(st.integers(1, 2))):
+            option_job.append(j)
+            value.append(draw(st.sampled_from([1.0, 2.0, 3.5])))
+            horizon.append(draw(st.integers(1, H)))
+    capacity = draw(st.lists(st.sampled_from([2, 4, 5]), min_size=H, max_size=H))
+    admitted = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return option_job, value, horizon, capacity, admitted
+
+
 def enumerate_optimum(problem: LeaseProblem) -> float | None:
     """Best objective over every option choice per job and every lease subset, or None."""
     H = problem.num_leases

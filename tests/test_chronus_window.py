@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from lease_strategies import draw_options_and_capacity
 
 from schedopt.backends import Status
 from schedopt.errors import PolicyError
@@ -118,14 +119,7 @@ def coarse_problems(draw):
     n = draw(st.integers(1, 3))
     gpus = draw(st.lists(st.sampled_from([1, 2, 4]), min_size=n, max_size=n))
     need = draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
-    option_job, value, horizon = [], [], []
-    for j in range(n):
-        for _ in range(draw(st.integers(1, 2))):
-            option_job.append(j)
-            value.append(draw(st.sampled_from([1.0, 2.0, 3.5])))
-            horizon.append(draw(st.integers(1, H)))
-    capacity = draw(st.lists(st.sampled_from([2, 4, 5]), min_size=H, max_size=H))
-    admitted = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    option_job, value, horizon, capacity, admitted = draw_options_and_capacity(draw, n, H)
     candidate = LeaseProblem.from_arrays(gpus, need, option_job, value, horizon, capacity,
                                          sigma=draw(st.sampled_from([1.0, -1.0])),
                                          admitted=np.zeros(n, dtype=bool), width=width)

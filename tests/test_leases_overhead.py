@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lease_strategies import draw_options_and_capacity
 
 from schedopt.backends import Status
 from schedopt.policies.chronus.admission import NewJob, JobSet, admit, earliest_fitting_horizon
@@ -68,14 +69,7 @@ def run_problems(draw):
     work = draw(st.lists(st.sampled_from([0.3, 0.5, 0.9, 1.5, 1.75, 2.5, 3.2]), min_size=n,
                          max_size=n))
     held = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    option_job, value, horizon = [], [], []
-    for j in range(n):
-        for _ in range(draw(st.integers(1, 2))):
-            option_job.append(j)
-            value.append(draw(st.sampled_from([1.0, 2.0, 3.5])))
-            horizon.append(draw(st.integers(1, H)))
-    capacity = draw(st.lists(st.sampled_from([2, 4, 5]), min_size=H, max_size=H))
-    admitted = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    option_job, value, horizon, capacity, admitted = draw_options_and_capacity(draw, n, H)
     sigma = draw(st.sampled_from([1.0, -1.0]))
 
     def build(adm):

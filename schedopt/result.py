@@ -140,17 +140,24 @@ class Result:
         """Relative gap between objective and bound (None if either is unknown)."""
         return relative_gap(self.objective, self.bound)
 
+    def _head(self) -> dict:
+        """The document's keys before the allocation."""
+        return {"format": RESULT_FORMAT, "policy": self.policy, "status": self.status.value,
+                "objective": _finite_or_none(self.objective),
+                "bound": _finite_or_none(self.bound), "solver": self.solver,
+                "solve_seconds": round(float(self.solve_seconds), 6)}
+
+    def _tail(self) -> dict:
+        """The document's keys after the effective throughput: the policy's details, and the
+        termination when it is not optimal."""
+        tail = dict(self.details)
+        if self.termination not in (None, Termination.OPTIMAL):
+            tail.setdefault("termination", self.termination.value)
+        return tail
+
     def to_dict(self) -> dict:
         """The `schedopt-result/1` document (JSON-serializable)."""
-        doc = {
-            "format": RESULT_FORMAT,
-            "policy": self.policy,
-            "status": self.status.value,
-            "objective": _finite_or_none(self.objective),
-            "bound": _finite_or_none(self.bound),
-            "solver": self.solver,
-            "solve_seconds": round(float(self.solve_seconds), 6),
-        }
+        doc = self._head()
         if self.X is None:
             doc["allocation"] = None
             doc["effective_throughput"] = None
@@ -158,11 +165,8 @@ class Result:
             doc["allocation"] = {job: dict(zip(self.gpu_types, row))
                                  for job, row in zip(self.job_ids, self.X.tolist())}
             doc["effective_throughput"] = dict(zip(self.job_ids,
-                                                   self.effective_throughput.tolist()))
-        for key, value in self.details.items():
-            doc[key] = value
-        if self.termination not in (None, Termination.OPTIMAL):
-            doc.setdefault("termination", self.termination.value)
+                                                   self.effective_rates.tolist()))
+        doc.update(self._tail())
         return doc
 
     def to_json(self) -> bytes:
@@ -171,17 +175,10 @@ class Result:
         jobs x 3 types: benchmarks/README.md, "End to end")."""
         if self.X is None or any(key in self.details for key in _BASE_KEYS):  # e.g. given rates
             return _json(self.to_dict())
-        head = {"format": RESULT_FORMAT, "policy": self.policy, "status": self.status.value,
-                "objective": _finite_or_none(self.objective),
-                "bound": _finite_or_none(self.bound), "solver": self.solver,
-                "solve_seconds": round(float(self.solve_seconds), 6)}
-        tail = dict(self.details)
-        if self.termination not in (None, Termination.OPTIMAL):
-            tail.setdefault("termination", self.termination.value)
+        head, tail = self._head(), self._tail()
         keys = _names(self.job_ids)
-        rates = np.einsum("mj,mj->m", self.throughput, self.X)
         parts = [_json(head)[:-1], b',"allocation":', _keyed(keys, self.X, self.gpu_types),
-                 b',"effective_throughput":', _keyed(keys, rates, None)]
+                 b',"effective_throughput":', _keyed(keys, self.effective_rates, None)]
         if tail:
             parts += [b",", _json(tail)[1:]]
         else:

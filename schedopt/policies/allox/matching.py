@@ -73,12 +73,12 @@ from __future__ import annotations
 
 import importlib
 import math
-import time
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from schedopt.core.deadline import is_past
 from schedopt.backends import assignment
 from schedopt.backends.assignment import NoFullMatching
 from schedopt.errors import PolicyError, SolveError
@@ -160,7 +160,7 @@ def allox_assignment(processing: np.ndarray, free_at: np.ndarray, method: str = 
         caps = np.clip(np.asarray(initial_caps, dtype=int), 0, n)
     else:
         order, counts, greedy = greedy_counts(P, A)
-        if deadline is not None and time.perf_counter() >= deadline:
+        if is_past(deadline):
             return greedy, MatchingStats(0, 0, counts, timed_out=True)
         caps = np.minimum(n, counts + -(-counts // 10) + 2)
     caps[~np.isfinite(P).any(axis=0)] = 0           # nobody can run there: no slots
@@ -186,7 +186,7 @@ def allox_assignment(processing: np.ndarray, free_at: np.ndarray, method: str = 
         grow = last_used & (caps < n)
         if not grow.any():
             return slot_machine[col], MatchingStats(matchings, int(slot_q.size), caps)
-        if deadline is not None and time.perf_counter() >= deadline:
+        if is_past(deadline):
             return slot_machine[col], MatchingStats(matchings, int(slot_q.size), caps, True)
         caps = np.where(grow, np.minimum(n, 2 * caps), caps)
 

@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from schedopt.core.deadline import deadline_after
 from schedopt.backends import Status
 from schedopt.core.capabilities import Capability
 from schedopt.core.decisions import DecisionKind, MachineQueues
@@ -108,7 +109,7 @@ class Allox(Policy):
         clock = time.perf_counter()
         times = getattr(problem, "times", None) or self.machine_times(problem, options)
         limit = None if solver is None else solver.settings.time_limit
-        deadline = None if limit is None else clock + limit
+        deadline = deadline_after(limit, clock)
         machine, stats = allox_assignment(times.processing, times.free_at, method,
                                           deadline=deadline)
         schedule = schedule_from_assignment(times.processing, times.free_at, times.arrival,

@@ -26,11 +26,11 @@ one LP).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from schedopt.core.deadline import is_past, seconds_left
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
 from schedopt.policies.gavel.levels import (INTERIOR_BACKEND, SIMPLEX_BACKEND, SIMPLEX_CLASSES,
@@ -254,17 +254,17 @@ def max_priced(cls: CostClasses, gap: float = 1e-6, solver: Solver | None = None
     penalty = 4.0 * max(float(prices.max()), per_gpu, 1e-300)
     best = None
     for rounds in range(1, MAX_ROUNDS + 1):
-        if deadline is not None and time.perf_counter() >= deadline and best is not None:
+        if is_past(deadline) and best is not None:
             best.timed_out = True
             return best
         choice = np.argmax(vertices.values, axis=1)
         fixed_X = _allocation(cls, vertices, choice)
-        left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+        left = None if deadline is None else max(seconds_left(deadline), 1e-3)
         solved = _restricted_lp(cls, free, fixed_X,
                                 solver if left is None else solver.with_settings(time_limit=left),
                                 None if free.all() else np.full(cls.capacity.size, penalty))
         if solved is None:
-            if deadline is not None and time.perf_counter() >= deadline:
+            if is_past(deadline):
                 return best or CostSolution(None, -np.inf, np.inf, prices, Status.ERROR,
                                             {"rounds": rounds, "free_classes": int(free.sum())},
                                             timed_out=True)

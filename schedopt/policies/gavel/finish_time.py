@@ -25,11 +25,11 @@ halve.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from schedopt.core.deadline import is_past
 from schedopt.backends.session import Solver
 from schedopt.policies.gavel.level_hull import build_hulls, cost_on, segment_of
 from schedopt.policies.gavel.levels import LevelProblem, max_level
@@ -177,7 +177,7 @@ def minimize_max_ratio(jobs: FinishTimeJobs, lower: float, start_X: np.ndarray |
     timed_out = False
     rows = _Rows(jobs)
     while upper - lower > tolerance * upper and solves < max_iterations:
-        if deadline is not None and time.perf_counter() >= deadline:
+        if is_past(deadline):
             timed_out = True
             break
         need = jobs.need(probe)

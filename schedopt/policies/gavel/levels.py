@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from schedopt.core.deadline import deadline_after, seconds_left
 from schedopt.backends import Capability, Status
 from schedopt.backends.base import LinearProgram
 from schedopt.backends.session import Solver
@@ -377,10 +378,6 @@ def _capped_by_their_own_time(cls: _Classes, capacity: np.ndarray) -> LevelSolut
                          {"rounds": 0, "classes": cls.count.size, "free_classes": 0})
 
 
-def _seconds_left(deadline: float | None) -> float | None:
-    return None if deadline is None else deadline - time.perf_counter()
-
-
 def _nothing_yet(cls: _Classes, capacity: np.ndarray, prices: np.ndarray) -> LevelSolution | None:
     """What a search stopped by its time limit before its first restricted LP has: the zero
     allocation (when no floor asks for more) and the Lagrangian bound at `prices`."""
@@ -417,7 +414,7 @@ def _solve_classes(cls: _Classes, capacity: np.ndarray, seeded, gap: float, solv
         free = _near_ties(cls, hulls, unit, t, margin)
     best = None
     for rounds in range(1, max_rounds + 1):
-        left = _seconds_left(deadline)
+        left = seconds_left(deadline)
         if left is not None and left <= 0:
             if best is None:
                 return _nothing_yet(cls, capacity, prices)
@@ -485,8 +482,8 @@ def max_level(problem: LevelProblem, start: LevelSolution | Mapping | None = Non
     began = time.perf_counter()
     _validate(problem)
     solver = solver or Solver(None)
-    if deadline is None and solver.settings.time_limit is not None:
-        deadline = began + solver.settings.time_limit
+    if deadline is None:
+        deadline = deadline_after(solver.settings.time_limit, began)
     if solver.name is not None:
         solver.require(Capability.LP | Capability.DUALS, "the price decomposition")
     capacity = np.asarray(problem.capacity, dtype=float)

@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from schedopt.core.deadline import deadline_after, is_past, seconds_left
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
@@ -300,17 +301,16 @@ def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None
     best_X = isolated_allocation(problem) * problem.runnable * active[:, None]
     hi = float(np.max(finish_time_ratios(problem, best_X, isolated)[active]))
     lp_count = 0
-    limit = solver.settings.time_limit
-    deadline = None if limit is None else start + limit
+    deadline = deadline_after(solver.settings.time_limit, start)
     if method == DECOMPOSITION:
         return _ftf_by_prices(problem, active, isolated, lo, best_X, tolerance, max_iterations,
                               solver, start, deadline)
 
     def timed() -> Solver | None:
         """The solver with the time left as its limit; None once the time is up."""
-        if deadline is None:
+        left = seconds_left(deadline)
+        if left is None:
             return solver
-        left = deadline - time.perf_counter()
         return solver.with_settings(time_limit=left) if left > 0 else None
 
     if not np.isfinite(hi):  # the isolated share gives some job nothing: search upwards
@@ -341,7 +341,7 @@ def finish_time_fairness(problem: ThroughputProblem, solver: Solver | str | None
         else:
             lo = probe
         probe = 0.5 * (lo + hi)
-    stopped = stopped or (deadline is not None and time.perf_counter() >= deadline)
+    stopped = stopped or is_past(deadline)
     reason = Termination.TIME_LIMIT if stopped else None
     if best_X is None:
         return Outcome.from_status(None, Status.ERROR, None, lo, time.perf_counter() - start, name,
@@ -453,9 +453,8 @@ def _cost_by_prices(problem: ThroughputProblem, weights: np.ndarray, jobs: np.nd
     runnable = problem.runnable
     classes, of_job = merge(weights * runnable, best_type_fraction(problem),
                             problem.scale_factor, tau, runnable, problem.capacity)
-    limit = solver.settings.time_limit
     solution = max_priced(classes, solver=solver,
-                          deadline=None if limit is None else began + limit)
+                          deadline=deadline_after(solver.settings.time_limit, began))
     seconds = time.perf_counter() - began
     details = dict(solution.details)
     stopped = Termination.TIME_LIMIT if solution.timed_out else None

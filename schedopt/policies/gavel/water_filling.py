@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schedopt.core.deadline import deadline_after, is_past, seconds_left
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
@@ -122,7 +123,7 @@ def decomposition_stages(problem: ThroughputProblem, a: np.ndarray, gap: float =
     J = a.shape[1]
 
     def solve(rising, base, rate, floor, warm, hint):
-        if deadline is not None and time.perf_counter() >= deadline:
+        if is_past(deadline):
             return None
         fixed = ~rising & single & (floor >= top * (1 - 1e-12))
         left = capacity - np.bincount(best[fixed], weights=s[fixed], minlength=J)
@@ -157,11 +158,11 @@ def lp_stages(problem: ThroughputProblem, a: np.ndarray, solver: Solver,
     top = a.max(axis=1)
 
     def solve(rising, base, rate, floor, warm, hint):
-        if deadline is not None and time.perf_counter() >= deadline:
+        if is_past(deadline):
             return None
         slope = np.where(rising, rate, 0.0)
         timed = solver if deadline is None else solver.with_settings(
-            time_limit=max(deadline - time.perf_counter(), 1e-3))
+            time_limit=max(seconds_left(deadline), 1e-3))
         solution, X = solve_allocation(
             problem, *stage_model(problem, a, slope, np.where(rising, base, floor)), timed)
         levels, gpus = solution.dual("level"), solution.dual("gpus")
@@ -275,11 +276,8 @@ def progressive_filling(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, p
     counts = {"solves": 0, "stages": 0, "forced": 0}
     optimal = True
 
-    def out_of_time() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
-
     while rising.any():
-        if out_of_time():
+        if is_past(deadline):
             return _stopped(a, X, level, frozen_at, first, counts)
         cap = paths.caps(rising, level, C)
         topped = rising & (cap <= C * (1 + CAP_TOL))
@@ -292,7 +290,7 @@ def progressive_filling(a: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, p
         found = stage.run(warm)
         counts["solves"] += stage.solves
         if found is None:
-            return _stopped(a, X, level, frozen_at, first, counts) if out_of_time() else None
+            return _stopped(a, X, level, frozen_at, first, counts) if is_past(deadline) else None
         step, pinned, floor, base, rate = found
         first = first or stage.first
         optimal &= stage.optimal
@@ -521,8 +519,7 @@ def _stages(problem: ThroughputProblem, a: np.ndarray, method: Method,
     """The stage solver `method` picks (`solving.choose_method`), what Outcome.solver says,
     and the deadline the solver's time limit sets for the whole filling (from now)."""
     method, solver = choose_method(method, solver)
-    limit = solver.settings.time_limit
-    deadline = None if limit is None else time.perf_counter() + limit
+    deadline = deadline_after(solver.settings.time_limit)
     if method == DECOMPOSITION:
         return decomposition_stages(problem, a, gap, solver, deadline), DECOMPOSITION, deadline
     solver = lp_solver(solver)

@@ -214,7 +214,7 @@ def colocation(g: dict) -> dict:
             jobs.append({"id": f"j{i:02d}", "type": model, "total_steps": total})
             i += 1
     throughput = {m: row(g, m, 1) for m in COLOC_MODELS}
-    # Every pair once (labels sorted), per GPU type, skipping Gavel's [0, 0] (not measured).
+    # Every pair once (labels sorted), per GPU type; Gavel's [0, 0] kept (measured: cannot share).
     pairs = gavel_performance(g, GPU_TYPES, labels=COLOC_MODELS)["colocated"]
     colocated = [dict(p, throughput=[r6(x) for x in p["throughput"]]) for p in pairs]
     return {

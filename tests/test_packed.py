@@ -17,7 +17,7 @@ from schedopt.backends.session import Solver
 from schedopt.cli.main import main
 from schedopt.policies.gavel.lp import max_min_fairness
 from schedopt.core.problem import ThroughputProblem
-from schedopt.policies.packed.master import PairTable, max_min_fairness_packed
+from schedopt.policies.packed.master import Candidates, PairTable, max_min_fairness_packed
 from schedopt.errors import PolicyError
 from schedopt.instance import load_instance, parse_instance
 
@@ -188,8 +188,14 @@ def test_pair_table_reads_the_instance_both_ways_round():
     assert table.rate[v100, lm, a3c] == pytest.approx(41.8232)
     resnet = table.labels.index("ResNet-50 (batch size 64)")
     k80 = instance.cluster.type_names.index("k80")
-    assert np.isnan(table.rate[k80, resnet, resnet])  # not in the table: cannot share
+    assert table.rate[k80, resnet, resnet] == 0.0  # Gavel measured [0, 0]: cannot share
     assert table.job_type[-1] == -1 and table.job_type[0] == a3c
+    Q = table.pair_rates(k80)
+    assert np.isnan(Q[-1]).all() and np.isnan(Q[:, -1]).all()  # untyped: never paired
+    pair = Candidates.build(ThroughputProblem.from_instance(instance), table, prune=False)
+    twins = np.flatnonzero(table.job_type == resnet)
+    assert twins.size == 2 and not pair.mask[k80][np.ix_(twins, twins)].any()  # no column
+    assert pair.mask[v100][twins[0], twins[1]]  # the same two share a v100 (measured > 0)
 
 
 def test_policy_beats_time_sharing_on_the_bundled_instance_and_reports_pairs():

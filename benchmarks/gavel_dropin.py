@@ -14,15 +14,37 @@ Defaults are Gavel's physical-cluster set-up: 8 V100 + 16 P100 + 24 K80 GPUs, 4/
 from __future__ import annotations
 
 import argparse
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 POLICIES = ["max_min_fairness", "max_min_fairness_perf", "finish_time_fairness_perf",
             "min_total_duration", "min_total_duration_perf", "max_sum_throughput_perf"]
+
+
+class _StubModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Stands in for Gavel's gRPC stubs (`*_pb2`, `*_pb2_grpc`), which its Makefile generates
+    with grpc_tools and which its simulator never calls: any attribute is a placeholder."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.endswith(("_pb2", "_pb2_grpc")) and importlib.machinery.PathFinder.find_spec(
+                name, path) is None:
+            return importlib.machinery.ModuleSpec(name, self)
+        return None
+
+    def create_module(self, spec):
+        module = types.ModuleType(spec.name)
+        module.__getattr__ = lambda attr: type(attr, (), {"__init__": lambda self, *a, **k: None})
+        return module
+
+    def exec_module(self, module):
+        pass
 
 
 def simulate(scheduler_dir: str, trace: str, policy: str, swap: bool, throughputs: str,
@@ -30,6 +52,7 @@ def simulate(scheduler_dir: str, trace: str, policy: str, swap: bool, throughput
     """One simulation in this process (the worker): {'jct': s, 'makespan': s, 'wall': s}."""
     sys.path.insert(0, scheduler_dir)  # Gavel's modules import each other by bare name
     os.chdir(scheduler_dir)
+    sys.meta_path.append(_StubModules())
     import scheduler
     import utils
     if swap:

@@ -1,0 +1,116 @@
+"""Side information about job types, and an additive ridge model of log steps/s built on it.
+
+A job type's label says what it is: 'ResNet-50 (batch size 64) x4' is the model family
+'ResNet-50', batch size 64, on 4 GPUs (scale factor). Rates of related job types move together
+(the same model at another batch size or scale factor, the same partner family), which the
+low-rank matrix of `schedopt.perf.completion` cannot see: it knows rows and columns only by
+their measurements. This module turns the labels into *groups* (categorical keys) and fits
+
+    log T[cell] ~ offset[cell] + sum over groups G of theta_G[key_G(cell)] + numeric terms
+
+by ridge regression (every theta shrunk to 0 with weight lam, so an effect seen on few cells
+stays small and a key never seen contributes 0): the classic random-effects / one-hot
+regression, one sparse design matrix, one sparse solve.
+
+Pair cells (job a sharing GPU type g with partner b), target log(T_pair / T_alone[a, g]),
+a's slowdown: groups (a, g) a's sensitivity on g, (b, g) b's aggressiveness on g, (a, b)
+the pair on every GPU type, and the same with families in place of job types ((a, fam b, g),
+(fam a, b, g), (fam a, fam b, g), (a, fam b)), so a pair never measured borrows from pairs
+of the same families. Isolated cells (a on g), target log T_alone[a, g]: groups a (the job
+type's own speed), (model at that batch size, g), (family, scale factor, g), (family, g),
+(scale factor, g), g, and log2(scale factor) per GPU type: a job type never measured is
+predicted from its relatives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from schedopt.traces.performance import parse_label
+
+_BATCH = re.compile(r"\s*\(batch size (\d+)\)\s*$")
+
+
+@dataclass(frozen=True)
+class JobTypeInfo:
+    """What the labels say, one entry per job type: family (the model without batch size),
+    model (with batch size, without scale factor), batch size (NaN when the label has none)
+    and scale factor (GPUs per job)."""
+
+    family: tuple[str, ...]
+    model: tuple[str, ...]
+    batch_size: np.ndarray
+    scale_factor: np.ndarray
+
+
+def job_type_info(job_types) -> JobTypeInfo:
+    """Parse labels '<family> (batch size <b>) x<s>' (the batch size and ' x<s>' optional)."""
+    family, model, batch, scale = [], [], [], []
+    for t in job_types:
+        name, s = parse_label(t)
+        match = _BATCH.search(name)
+        model.append(name)
+        family.append(name[:match.start()] if match else name)
+        batch.append(float(match.group(1)) if match else np.nan)
+        scale.append(s)
+    return JobTypeInfo(tuple(family), tuple(model), np.array(batch), np.array(scale, dtype=np.int64))
+
+
+def _codes(*keys: np.ndarray) -> np.ndarray:
+    """One integer id per distinct tuple of the given integer key arrays."""
+    stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
+    return np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
+
+
+def _ids(labels) -> np.ndarray:
+    return np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)[1].ravel()
+
+
+def pair_groups(info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
+    """Group keys of pair cells (job type a with partner b on GPU type g; row indices)."""
+    fam = _ids(info.family)
+    fa, fb = fam[a], fam[b]
+    return [_codes(a, g), _codes(b, g), _codes(np.minimum(a, b), np.maximum(a, b)), _codes(a, b),
+            _codes(a, fb, g), _codes(fa, b, g), _codes(fa, fb, g), _codes(a, fb), _codes(fa, b),
+            _codes(g)]
+
+
+def isolated_groups(info: JobTypeInfo, a: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
+    """Group keys of isolated cells (job type a on GPU type g)."""
+    fam, mod, s = _ids(info.family), _ids(info.model), info.scale_factor
+    return [a, _codes(mod[a], g), _codes(fam[a], s[a], g), _codes(fam[a], g), _codes(s[a], g),
+            _codes(mod[a], s[a]), _codes(g)]
+
+
+class GroupRidge:
+    """Ridge regression on one-hot groups plus numeric columns (module doc).
+
+    groups: list of (n,) int key arrays over *all* cells (train and predict), so that a key
+    seen only in cells to predict gets a coefficient of 0; numeric: (n, q) or None."""
+
+    def __init__(self, groups: list[np.ndarray], numeric: np.ndarray | None = None):
+        n = len(groups[0])
+        blocks, self.sizes = [], []
+        for key in groups:
+            size = int(key.max()) + 1 if n else 0
+            blocks.append(sp.csr_matrix((np.ones(n), (np.arange(n), key)), shape=(n, size)))
+            self.sizes.append(size)
+        if numeric is not None and numeric.size:
+            blocks.append(sp.csr_matrix(np.asarray(numeric, dtype=float)))
+        self.X = sp.hstack(blocks, format="csr")
+
+    def fit_predict(self, train: np.ndarray, y: np.ndarray, lam: float, weight=None) -> np.ndarray:
+        """Fit on the cells `train` (bool (n,)) to targets y (n,) (read only where train) with
+        ridge weight lam, and return the prediction for every cell."""
+        X = self.X[train]
+        w = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=float)[train]
+        target = np.asarray(y, dtype=float)[train]
+        mean = float(np.average(target, weights=w)) if target.size else 0.0
+        A = (X.T @ sp.diags(w) @ X + lam * sp.identity(X.shape[1])).tocsc()
+        theta = spla.spsolve(A, X.T @ (w * (target - mean)))
+        return mean + self.X @ theta

@@ -42,7 +42,14 @@ from schedopt.core.registry import resolve
 from schedopt.errors import PolicyError
 from schedopt.policies.catalog import GAVEL_ALIASES
 from schedopt.policies.gavel.lp import isolated_throughput
+from schedopt.policies.allox.matching import allox_schedule
+from schedopt.policies.baselines.gandiva import GandivaPacking
+from schedopt.policies.packed.cost import MinCostPacked
+from schedopt.policies.packed.fifo import FifoPacked, job_pair_rates
+from schedopt.policies.packed.finish_time import FinishTimeFairnessPacked
 from schedopt.policies.packed.master import PairTable
+from schedopt.policies.packed.policy import (MaxMinFairnessPacked, MinMakespanPacked,
+                                             WaterFillingPacked)
 
 _T, _TU = "throughputs", "unflattened_throughputs"
 _W, _WU = "priority_weights", "unflattened_priority_weights"
@@ -93,23 +100,21 @@ _DEFAULTS = {"entity_weights": None, "entity_to_job_mapping": None, "verbose": F
              "return_effective_throughputs": False, "instance_costs": None, "SLOs": None}
 _SLO_DEFAULTS = {"SLOs": None, "num_steps_remaining": None}
 
-_NO_PACKING = ("schedopt has no exact {what} over job pairs (space sharing) yet; it has "
-               "max_min_fairness_packed, max_min_fairness_water_filling_packed and "
-               "min_total_duration_packed")
-# Gavel's names that this adapter refuses, and why (one line each).
-UNSUPPORTED: dict[str, str] = {
-    "allox": "AlloX decides machine queues, not time fractions; use schedopt's `allox` policy "
-             "(schedopt allox / api.solve with an Instance that has CPU machines)",
-    "fifo_packed": _NO_PACKING.format(what="FIFO"),
-    "gandiva": "Gandiva's randomized packing is a heuristic, not a formulation; schedopt offers "
-               "no equivalent",
-    "finish_time_fairness_packed": _NO_PACKING.format(what="finish-time fairness"),
-    "max_sum_throughput_normalized_by_cost_packed_SLOs": _NO_PACKING.format(what="cost policy"),
-}
+# Gavel's names that this adapter refuses, and why (one line each): none; kept for callers
+# that check a name before asking for it.
+UNSUPPORTED: dict[str, str] = {}
 
-# Gavel's packed names this adapter offers (job pairs in `throughputs`, see the docstring).
-PACKED = frozenset({"max_min_fairness_packed", "max_min_fairness_water_filling_packed",
-                    "min_total_duration_packed"})
+# Gavel's packed names (job pairs in `throughputs`, see the docstring) -> (schedopt policy,
+# options); `gandiva` is packed too (its own pairing, `baselines.gandiva`).
+PACKED_POLICIES = {
+    "max_min_fairness_packed": (MaxMinFairnessPacked(), {}),
+    "max_min_fairness_water_filling_packed": (WaterFillingPacked(), {}),
+    "min_total_duration_packed": (MinMakespanPacked(), {}),
+    "fifo_packed": (FifoPacked(), {}),
+    "finish_time_fairness_packed": (FinishTimeFairnessPacked(), {}),
+    "max_sum_throughput_normalized_by_cost_packed_SLOs": (MinCostPacked(), {"slos": True}),
+}
+PACKED = frozenset(PACKED_POLICIES) | {"gandiva"}
 
 
 # Backends used when none is named: for the throughput sums, whose optimal faces are wide, an
@@ -236,6 +241,31 @@ def build_pair_table(throughputs, job_ids: list, gpu_types: list) -> PairTable:
     return PairTable.from_arrays(np.arange(M), rate, labels=[str(job) for job in job_ids])
 
 
+class _Shared:
+    """Solo time and pairs (row indices, GPU type, time fraction), as a packed decision."""
+
+    def __init__(self, solo, first, second, gpu, fraction):
+        self.solo, self.first, self.second, self.gpu, self.fraction = (solo, first, second,
+                                                                       gpu, fraction)
+
+
+def _packed_allocation(throughputs: dict, job_ids: list, gpu_types: list, solo: np.ndarray,
+                       first, second, gpu, fraction) -> dict:
+    """Gavel's packed result: each job's solo time fractions under its id, each offered pair's
+    shared time fractions under the pair's key (0 where unused)."""
+    allocation = {job: dict(zip(gpu_types, row)) for job, row in zip(job_ids, solo.tolist())}
+    M = len(job_ids)
+    shared = np.zeros((M, M, len(gpu_types)))
+    np.add.at(shared, (first, second, gpu), fraction)
+    shared += shared.transpose(1, 0, 2)
+    row = {job: m for m, job in enumerate(job_ids)}
+    for key in throughputs:
+        if _is_pair(key):
+            a, b = (row[job] for job in key.singletons())
+            allocation[key] = dict(zip(gpu_types, shared[a, b].tolist()))
+    return allocation
+
+
 def _signature(params: tuple[str, ...], gavel_name: str) -> inspect.Signature:
     defaults = _SLO_DEFAULTS if gavel_name.endswith("_SLOs") else {}
     return inspect.Signature([
@@ -256,7 +286,8 @@ class GavelPolicy:
     def __init__(self, name: str, solver: str | None = None, **options):
         if name in UNSUPPORTED:
             raise PolicyError(f"Gavel policy {name!r} is not offered: {UNSUPPORTED[name]}")
-        if name not in SIGNATURES or name not in GAVEL_ALIASES:
+        if name not in SIGNATURES or not (name in GAVEL_ALIASES or name in PACKED or
+                                          name == "allox"):
             raise PolicyError(f"unknown Gavel policy {name!r}; supported: "
                               f"{', '.join(sorted(set(SIGNATURES) - set(UNSUPPORTED)))}")
         self.gavel_name = name
@@ -266,8 +297,9 @@ class GavelPolicy:
         self._signature = _signature(params, name)
         self._isolated_time: dict = {}
         self._previous: dict = {}  # job -> (steps remaining, isolated steps/s) at the last call
-        self._placed: dict = {}  # fifo: job -> index of the GPU type it holds
+        self._placed: dict = {}  # fifo, allox: job -> index of the GPU type it holds
         self._fifo_calls = 0
+        self._gandiva = GandivaPacking(seed=self.options.pop("seed", None))
 
     def __repr__(self) -> str:
         return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
@@ -294,6 +326,8 @@ class GavelPolicy:
         if "instance_costs" in arguments and arguments["instance_costs"] is None:
             arguments["instance_costs"] = dict.fromkeys(next(iter(throughputs.values())), 1.0)
         policy = self._schedopt_policy(arguments)
+        if self.gavel_name == "allox":
+            return self._allox(throughputs, **arguments)
         if self.gavel_name in PACKED:
             return self._packed(throughputs, arguments)
         remaining = arguments.get("num_steps_remaining")
@@ -343,26 +377,82 @@ class GavelPolicy:
         """A packed policy on Gavel's singles and pairs: {job: {type: solo time}, pair: {type:
         time shared}} for every job and every pair key Gavel offered."""
         singles = {job: row for job, row in throughputs.items() if not _is_pair(job)}
+        remaining = arguments.get("num_steps_remaining")
+        ftf = self.gavel_name == "finish_time_fairness_packed"
+        if ftf:
+            self._credit_isolated_time(remaining)
+            arguments = {**arguments, "isolated_time": self._isolated_time}
         job_ids, problem = build_problem(singles, **arguments)
         table = build_pair_table(throughputs, job_ids, problem.gpu_types)
-        policy, defaults = resolve(f"gavel:{self.gavel_name}")
-        options = policy.parse_options({**defaults, **self.options})
-        outcome = policy.solve_with_table(problem, table, options,
-                                          Solver(self.solver or policy.default_solver))
-        if not outcome.status.has_solution:
-            raise PolicyError(f"{self.name}: no allocation ({outcome.status.value})")
-        decision = outcome.decision
-        allocation = {job: dict(zip(problem.gpu_types, row))
-                      for job, row in zip(job_ids, decision.solo.tolist())}
-        shared = np.zeros((len(job_ids), len(job_ids), problem.num_types))
-        np.add.at(shared, (decision.first, decision.second, decision.gpu), decision.fraction)
-        shared += shared.transpose(1, 0, 2)
-        row = {job: m for m, job in enumerate(job_ids)}
-        for key in throughputs:
-            if _is_pair(key):
-                a, b = (row[job] for job in key.singletons())
-                allocation[key] = dict(zip(problem.gpu_types, shared[a, b].tolist()))
-        return allocation
+        if self.gavel_name == "gandiva":
+            decision = self._gandiva_round(job_ids, problem, table)
+        else:
+            policy, defaults = PACKED_POLICIES[self.gavel_name]
+            options = policy.parse_options({**defaults, **self.options})
+            outcome = policy.solve_with_table(problem, table, options,
+                                              Solver(self.solver or policy.default_solver))
+            if not outcome.status.has_solution:
+                missed = outcome.details.get("infeasible_slos")
+                why = (f"the SLOs of jobs {', '.join(map(str, missed))} cannot be met" if missed
+                       else outcome.status.value)
+                raise PolicyError(f"{self.name}: no allocation ({why})")
+            decision = outcome.decision
+        if ftf and remaining:
+            iso = isolated_throughput(problem)
+            self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
+        return _packed_allocation(throughputs, job_ids, problem.gpu_types, decision.solo,
+                                  decision.first, decision.second, decision.gpu,
+                                  decision.fraction)
+
+    def _gandiva_round(self, job_ids: list, problem: ThroughputProblem, table: PairTable):
+        """One round of Gandiva's random packing (`baselines.gandiva`), as a PairedAllocation
+        whose pairs may hold time on several types."""
+        rates = job_pair_rates(problem, table)
+        offered = np.isfinite(rates).any(axis=0)
+        solo, first, second, shared = self._gandiva.allocate(
+            job_ids, problem.throughput * problem.runnable, problem.scale_factor,
+            problem.capacity, rates, offered)
+        n, J = shared.shape
+        pairs = np.nonzero(shared > 0)
+        return _Shared(solo, first[pairs[0]], second[pairs[0]], pairs[1], shared[pairs])
+
+    def _allox(self, throughputs: dict, scale_factors, times_since_start, num_steps_remaining,
+               cluster_spec) -> dict:
+        """Gavel's AlloX: a job keeps the GPU it started on until it finishes; the other jobs
+        are matched to the free GPUs minimizing their total completion time
+        (`allox.matching.allox_schedule`: processing time = steps left / steps/s on the GPU's
+        type, arrival = now - times_since_start) and each free GPU starts the first job of its
+        queue."""
+        job_ids, problem = build_problem(throughputs, cluster_spec, scale_factors,
+                                         num_steps_remaining=num_steps_remaining,
+                                         times_since_start=times_since_start)
+        wide = np.flatnonzero(problem.scale_factor != 1)
+        if wide.size:
+            raise PolicyError(f"{self.name}: AlloX runs jobs of one GPU each, as Gavel's does; "
+                              f"job {job_ids[wide[0]]} asks for "
+                              f"{problem.scale_factor[wide[0]]:g} GPUs")
+        problem.require_remaining_steps(self.name)
+        M, J = problem.num_jobs, problem.num_types
+        X = np.zeros((M, J))
+        held = np.array([[m, self._placed[job]] for m, job in enumerate(job_ids)
+                         if job in self._placed], dtype=int).reshape(-1, 2)
+        X[held[:, 0], held[:, 1]] = 1.0
+        free = np.maximum(problem.capacity - np.bincount(held[:, 1], minlength=J), 0)
+        machine_type = np.repeat(np.arange(J), free.astype(int))
+        waiting = np.setdiff1d(np.arange(M), held[:, 0])
+        T = (problem.throughput * problem.runnable)[np.ix_(waiting, machine_type)]
+        with np.errstate(divide="ignore"):
+            processing = np.where(T > 0, problem.remaining_steps[waiting, None] / T, np.inf)
+        can_run = np.isfinite(processing).any(axis=1)
+        if machine_type.size and can_run.any():
+            rows = waiting[can_run]
+            schedule = allox_schedule(processing[can_run], np.zeros(machine_type.size),
+                                      -problem.time_since_arrival[rows])
+            first = schedule.position == 0
+            X[rows[first], machine_type[schedule.machine[first]]] = 1.0
+        placed = np.flatnonzero(X.sum(axis=1) > 0.5)
+        self._placed = {job_ids[m]: int(X[m].argmax()) for m in placed}
+        return {job: dict(zip(problem.gpu_types, r)) for job, r in zip(job_ids, X.tolist())}
 
     def _sticky_fifo(self, job_ids: list, problem: ThroughputProblem) -> dict:
         """Gavel's FIFO (base mode): a job keeps the type it was given until it finishes; the
@@ -400,13 +490,16 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
     """A policy object for Gavel's policy `name`, taking the arguments of Gavel's
     `utils.get_policy`. solver: a schedopt backend name, or None for the policy's default;
     Gavel's cvxpy solver names (ECOS, SCS, GUROBI, ...: upper case) also mean the default, since
-    Gavel's scripts always pass one. seed and priority_reweighting_policies are accepted and
-    unused (schedopt's policies are deterministic and exact)."""
+    Gavel's scripts always pass one. seed: the random pairing of `gandiva` (the other policies
+    are deterministic and exact; base-mode `fifo` is seeded by its call count);
+    priority_reweighting_policies is accepted and unused."""
     if solver is not None and solver.isupper():
         solver = None
     if name not in SIGNATURES:
         raise PolicyError(f"unknown Gavel policy {name!r}; Gavel's names: "
                           f"{', '.join(sorted(SIGNATURES))}")
+    if name == "gandiva" and seed is not None:
+        options = {**options, "seed": seed}
     return GavelPolicy(name, solver, **options)
 
 

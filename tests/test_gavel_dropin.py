@@ -46,7 +46,11 @@ GAVEL_CLASS_NAMES = {
         "ThroughputNormalizedByCostSum_PackingSLOs",
 }
 SUPPORTED = sorted(set(GAVEL_CLASS_NAMES) - set(UNSUPPORTED))
-UNPACKED = [name for name in SUPPORTED if name not in PACKED]
+# AlloX decides whole GPUs (a matching, tests/test_gavel_dropin_packed.py), not an LP's optimum.
+UNPACKED = [name for name in SUPPORTED if name not in PACKED and name != "allox"]
+# The packed names whose policies are the max-min family's LPs (the others: test_gavel_dropin_packed).
+PACKED_LPS = ["max_min_fairness_packed", "max_min_fairness_water_filling_packed",
+              "min_total_duration_packed"]
 
 
 @functools.total_ordering
@@ -181,12 +185,17 @@ def test_every_gavel_name_is_known_with_gavels_class_style_name():
         assert policy.name == GAVEL_CLASS_NAMES[name] and policy.gavel_name == name
 
 
-@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
-def test_unsupported_names_say_why_in_one_line(name):
+def test_every_gavel_name_is_offered():
+    assert UNSUPPORTED == {}
+    assert PACKED == {name for name, style in GAVEL_CLASS_NAMES.items() if "Packing" in style}
+
+
+def test_inputs_a_policy_cannot_take_say_why_in_one_line():
+    state = gavel_state(5)  # scale factors 1 and 2: AlloX runs one-GPU jobs only, as Gavel's
     with pytest.raises(PolicyError) as error:
-        get_policy(name)
+        FakeGavelScheduler(get_policy("allox"), state).compute_allocation()
     message = str(error.value)
-    assert "\n" not in message and name in message and "not offered" in message
+    assert "\n" not in message and "AlloX_Perf" in message and "one GPU" in message
 
 
 @pytest.mark.parametrize("name", UNPACKED)
@@ -250,7 +259,8 @@ def test_fake_scheduler_calls_use_gavels_argument_counts():
     state = gavel_state(1)
     counts = {}
     for name in SUPPORTED:
-        scheduler = FakeGavelScheduler(get_policy(name), state)
+        one_gpu = {**state, "scale_factors": dict.fromkeys(state["ids"], 1)}
+        scheduler = FakeGavelScheduler(get_policy(name), one_gpu if name == "allox" else state)
         scheduler.compute_allocation()
         counts[name] = scheduler.calls[-1][1:]
     assert counts["finish_time_fairness_perf"] == (6, ())
@@ -258,6 +268,8 @@ def test_fake_scheduler_calls_use_gavels_argument_counts():
     assert counts["max_sum_throughput_normalized_by_cost_perf_SLOs"] == (
         3, ("instance_costs", "SLOs", "num_steps_remaining"))
     assert counts["fifo_perf"] == (3, ()) and counts["isolated"] == (3, ())
+    assert counts["allox"] == (5, ()) and counts["gandiva"] == (3, ())
+    assert counts["finish_time_fairness_packed"] == (6, ())
 
 
 def test_allocations_reach_the_independent_optima():
@@ -460,7 +472,7 @@ def test_packed_names_take_gavels_pairs_and_reach_the_full_lp(seed):
     unit = np.asarray(p.weight) * p.equal_share_throughput / np.asarray(p.scale_factor)
     M = len(state["ids"])
     used = set()
-    for name in sorted(PACKED):
+    for name in PACKED_LPS:
         scheduler = FakeGavelScheduler(get_policy(name), state)
         allocation = scheduler.compute_allocation()
         assert scheduler.job_packing()

@@ -11,7 +11,6 @@ from schedopt.instance import load_instance
 from schedopt.instance.model import Instance
 from schedopt.backends.session import Solver
 from schedopt.core.registry import resolve
-from schedopt.policies.partitioned import Partitioned
 from schedopt.result import Result
 
 
@@ -59,6 +58,8 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
     """
     chosen, fixed = resolve(policy) if isinstance(policy, str) else (policy, {})
     if partitions is not None:
+        from schedopt.policies.partitioned import Partitioned  # process pools, only for POP
+
         chosen = Partitioned(chosen, partitions, executor, partition_method, partition_seed,
                              previous_parts, exact_gap)
     options = chosen.parse_options({**fixed, **policy_options})

@@ -7,10 +7,12 @@ A formulation builds a `LinearProgram` (sparse, vectorized); a backend solves it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built, not by this contract
+    import scipy.sparse as sp
 
 from schedopt.core.outcome import (SolutionStatus, Status, Termination,  # noqa: F401 (re-exported)
                                    relative_gap, split_status, status_of)

@@ -5,7 +5,8 @@ installed plugins (entry-point group `schedopt.policies`) and `MODULE:NAME` refe
     register_policy(MyPolicy())                  # now `schedopt solve F --policy my_policy`
     resolve("examples.custom_policy:raw_max_min")  # imported from the current directory
 
-Built-in policies are registered by `schedopt.policies.catalog`, imported on first lookup.
+Built-in policies are registered by `schedopt.policies.catalog` family by family: looking up
+one name imports only its family's modules; listing every name (`registered`) imports them all.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def register_policy(policy: Policy | type[Policy], *, name: str | None = None,
     if not isinstance(policy, Policy):
         raise PolicyError(f"register_policy expects a Policy, got {type(policy).__name__}")
     key = name or policy.name
-    if not builtin:
-        _load_builtins()
+    if not builtin and key not in _ENTRIES:
+        _load_family_of(key)  # a built-in of that name is registered first, then checked
     if key in _ENTRIES and not replace and _ENTRIES[key].policy is not policy:
         raise PolicyError(f"a policy named {key!r} is already registered; pass replace=True")
     if defaults:
@@ -72,15 +73,19 @@ def unregister_policy(name: str) -> None:
 
 
 def registered() -> dict[str, Entry]:
-    """Every registered name (built-ins, plugins, user policies), in registration order."""
-    _load_builtins()
+    """Every registered name (built-ins, plugins, user policies): the built-in names in the
+    catalog's order, then the others in registration order. Imports every policy family."""
+    catalog = _catalog()
+    catalog.load_all(taken=set(_ENTRIES))
     _load_plugins()
-    return dict(_ENTRIES)
+    ordered = {name: _ENTRIES[name] for name in catalog.BUILTINS if name in _ENTRIES}
+    ordered.update((name, entry) for name, entry in _ENTRIES.items() if name not in ordered)
+    return ordered
 
 
 def gavel_names() -> dict[str, tuple[str, dict]]:
     """Gavel's policy names -> (schedopt policy name, options)."""
-    _load_builtins()
+    _catalog()
     return dict(_GAVEL)
 
 
@@ -88,7 +93,8 @@ def resolve(name: str) -> tuple[Policy, dict]:
     """(policy, options the name fixes) for a registered name, `gavel:NAME` or `MODULE:NAME`."""
     key = name.strip()
     options: dict = {}
-    entries = registered()
+    _catalog()
+    _load_plugins()
     if key.startswith("gavel:"):
         gavel_name = key[len("gavel:"):]
         if gavel_name not in _GAVEL:
@@ -97,10 +103,12 @@ def resolve(name: str) -> tuple[Policy, dict]:
         key, options = _GAVEL[gavel_name]
     elif ":" in key:
         return _from_reference(key), {}
-    if key not in entries:
+    if key not in _ENTRIES:
+        _load_family_of(key)
+    if key not in _ENTRIES:
         raise PolicyError(f"unknown policy {name!r}; run `schedopt policies` for the list, or "
                           f"name one in a module as MODULE:NAME")
-    entry = entries[key]
+    entry = _ENTRIES[key]
     return entry.policy, {**entry.defaults, **options}
 
 
@@ -131,10 +139,16 @@ def _from_reference(reference: str) -> Policy:
     return target
 
 
-def _load_builtins() -> None:
-    if not _loaded["builtins"]:
-        _loaded["builtins"] = True
-        importlib.import_module("schedopt.policies.catalog")
+def _catalog():
+    """The built-in catalog (importing it registers Gavel's names, no policy family)."""
+    _loaded["builtins"] = True
+    return importlib.import_module("schedopt.policies.catalog")
+
+
+def _load_family_of(name: str) -> None:
+    """Register the built-in family that defines `name`, if one does (names users or plugins
+    already took stay theirs)."""
+    _catalog().load_family_of(name, taken=set(_ENTRIES))
 
 
 def _load_plugins() -> None:

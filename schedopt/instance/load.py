@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import orjson
-import yaml
 
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.build import build_instance
@@ -42,6 +41,8 @@ def _parse_json(text: str) -> tuple[object, str | None]:
 def _parse_yaml(text: str) -> tuple[object, str | None]:
     """(document, None) or (None, what is wrong). Only plain YAML: tags that would build Python
     objects (`!!python/...`) are refused by `yaml.safe_load`, never executed."""
+    import yaml  # only for YAML files: a JSON instance need not load it
+
     try:
         return yaml.safe_load(text), None
     except yaml.MarkedYAMLError as e:
@@ -119,8 +120,11 @@ def load_instance(path: str | os.PathLike) -> Instance:
         if instance is not None:
             return instance
         fast = _fast_json(raw)
-        if fast is not None and passes_schema(fast) and not uses_tables(fast) \
-                and not cross_field_problems(fast):
+        if fast is not None and passes_schema(fast) and not cross_field_problems(fast):
+            if uses_tables(fast):
+                from schedopt.instance.tables import instance_with_tables
+
+                return instance_with_tables(fast, str(path), Path(path).parent)
             return build_instance(fast, str(path))
     return parse_instance(read_document(path), str(path), Path(path).parent)
 

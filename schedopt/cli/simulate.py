@@ -112,9 +112,10 @@ def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
                    "-o lease_seconds=600 for chronus, -o alpha=0.5 for allox).")
 @click.option("--checkpoint", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the run's state to this file periodically and when interrupted "
-                   "(allocation and queue policies), to continue it later with --resume.")
+                   "(any policy), to continue it later with --resume.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=None, metavar="N",
-              help="With --checkpoint: write it every N rounds (queue policies: events).")
+              help="With --checkpoint: write it every N rounds (queue policies: events; "
+                   "lease policies: lease boundaries).")
 @click.option("--checkpoint-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="S", help="With --checkpoint: write it every S wall seconds (default 60).")
 @click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -130,8 +130,10 @@ class LeaseBoundary:
     (one that keeps them pays no resume overhead); arrived (n,) bool, the jobs seen for the
     first time (None: every job); run_index (n,) int, each job's position in the run, the
     same at every boundary (index arrays of the policy's own over the run's jobs);
-    memory, a dict the policy may keep anything in, the same object at every boundary of one
-    run (empty at the first)."""
+    memory, a dict the policy keeps its own state in, the same object at every boundary of one
+    run (empty at the first). A checkpoint of the run writes it and a resumed run starts from
+    the copy read back, so it holds only plain values: numbers, strings, None, numpy arrays
+    (float, int, bool), lists, tuples and dicts of them."""
 
     ids: np.ndarray
     arrival: np.ndarray

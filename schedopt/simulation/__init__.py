@@ -15,7 +15,7 @@ The loop depends on the kind of decision the policy emits (`policy.decision`):
 
 A trace is an instance whose jobs carry future `arrival_time`s (seconds) and `total_steps`.
 Times are seconds of simulated time; throughputs steps/s. Metrics: `schedopt.simulation.metrics`.
-A long run of an allocation policy can write checkpoints and be resumed from one:
+A long run of any policy can write checkpoints and be resumed from one:
 
     plan = CheckpointPlan(Path("run.ckpt"), every_events=50)  # every 50 rounds
     simulate(trace, "max_min_fairness", checkpoint=plan)
@@ -46,9 +46,9 @@ def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = S
     MODULE:NAME, or a Policy object. `config.policy_options` are the policy's options (e.g.
     lease_seconds for chronus, alpha for allox); `progress` shows a bar over finished jobs.
 
-    Allocation policies (both modes) and queue policies can be checkpointed: `checkpoint` says where and how often
-    the run's state is written (and it is written when the run is interrupted); `resume`, a
-    checkpoint file of the same trace, policy and config, continues that run to the result an
+    Every run can be checkpointed: `checkpoint` says where and how often the run's state is
+    written (every N rounds, lease boundaries or queue events, and when the run is
+    interrupted); `resume`, a checkpoint file of the same trace, policy and config, continues that run to the result an
     uninterrupted run gives (schedopt.simulation.checkpoint)."""
     chosen, fixed = resolve(policy) if isinstance(policy, str) else (policy, {})
     if not isinstance(chosen, Policy):
@@ -65,9 +65,6 @@ def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = S
         return run(trace, policy, config, progress,
                    _checkpoints(f"rounds/{config.mode}", trace, policy, fixed, config,
                                 checkpoint, resume))
-    if kind == DecisionKind.LEASES and (checkpoint is not None or resume is not None):
-        raise PolicyError(f"checkpoints cover allocation and queue policies; {chosen.name} "
-                          f"decides {kind.value}: run it without a checkpoint or resume")
     options = chosen.parse_options({**fixed, **config.policy_options})
     if config.partitions is not None:
         raise PolicyError(f"POP partitions apply to allocation policies in simulation; "
@@ -76,7 +73,9 @@ def simulate(trace: Instance, policy: str | Policy, config: SimulationConfig = S
     if kind == DecisionKind.LEASES:
         from schedopt.simulation.leases_loop import run_leases
 
-        return run_leases(trace, chosen, options, name, config, progress)
+        checkpoints = None if checkpoint is None and resume is None else _checkpoints(
+            "leases", trace, policy, fixed, config, checkpoint, resume)
+        return run_leases(trace, chosen, options, name, config, progress, checkpoints)
     if kind == DecisionKind.QUEUES:
         from schedopt.policies.baselines.queues import MachineTrace
         from schedopt.simulation.queues_loop import run_queues

@@ -21,6 +21,12 @@ position in the run) and `memory`, one dict per run that the policy may keep its
 (chronus: its admitted jobs and their reservations). It returns a `LeasePlan`; the jobs in its
 `running` list hold GPUs in the lease, and its `admitted` jobs (and those the outcome's
 details list as `demoted`) are reported per job.
+
+A run can be checkpointed at its boundaries and resumed (`run_leases`, `simulate(...,
+checkpoint=..., resume=...)`): the per-job arrays, the leases so far and the policy's memory
+are written, so a resumed run equals the uninterrupted one. The lease MILP runs on one solver
+thread so that two runs of the same trace and options decide the same (a MILP stopped by its
+time limit still depends on the machine's speed).
 """
 
 from __future__ import annotations
@@ -40,11 +46,14 @@ from schedopt.errors import SchedoptError
 from schedopt.instance.model import Instance
 from schedopt.core.events import LeaseBoundary, LeaseMask
 from schedopt.policies.chronus.boundary import LeaseInstance, LeaseSettings
+from schedopt.simulation.checkpoint import (Checkpoints, CheckpointError, checkpointing, prefix,
+                                            restore)
 from schedopt.simulation.common import SimulationConfig, SimulationResult, progress_bar
 from schedopt.simulation.metrics import lease_summary
 
 EPS_S = 1e-6  # seconds: finishing this close to a deadline or a lease end counts as within it
 CHRONUS_TIME_LIMIT = 5.0  # seconds per lease MILP when the config sets none (Chronus's artifact)
+LEASE_MILP_THREADS = 1
 
 
 class LeaseState:
@@ -62,6 +71,37 @@ class LeaseState:
         self.starts = np.zeros(n, dtype=np.int64)
         self.memory: dict = {}  # the policy's own state over the run (LeaseBoundary.memory)
 
+    ARRAYS = ("remaining", "completion", "seen", "admitted", "demoted", "ran_before",
+              "preemptions", "starts")
+
+    def snapshot(self) -> dict:
+        """Copies of the per-job arrays and of the policy's memory (its arrays copied too:
+        a policy may update them in place at the next boundary)."""
+        state = {name: getattr(self, name).copy() for name in self.ARRAYS}
+        state["memory"] = _copied(self.memory)
+        return state
+
+    def restore(self, saved: dict) -> None:
+        """The arrays and memory of `saved` (a `snapshot` read back from a checkpoint)."""
+        fresh = {name: getattr(self, name) for name in self.ARRAYS}
+        for name, value in zip(self.ARRAYS, restore(saved, **fresh)):
+            setattr(self, name, value)
+        memory = saved["memory"]
+        if not isinstance(memory, dict):
+            raise CheckpointError("corrupt checkpoint (state 'memory' is not a dict)")
+        self.memory = memory
+
+
+def _copied(value: Any) -> Any:
+    """`value` with every dict, list and array in it copied (tuples, numbers, strings kept)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {key: _copied(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
+
 
 def settings_of(options: Any, solver: Solver, config: SimulationConfig) -> LeaseSettings:
     """The lease settings a run uses: every `LeaseSettings` field the policy's options have
@@ -75,49 +115,78 @@ def settings_of(options: Any, solver: Solver, config: SimulationConfig) -> Lease
 
 
 def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
-               config: SimulationConfig, progress: bool = False) -> SimulationResult:
-    """Replay `trace` lease by lease under the LEASES `policy` with parsed `options`."""
+               config: SimulationConfig, progress: bool = False,
+               checkpoints: Checkpoints | None = None) -> SimulationResult:
+    """Replay `trace` lease by lease under the LEASES `policy` with parsed `options`;
+    `checkpoints` (schedopt.simulation.checkpoint) resumes it from a saved state and writes the
+    state at each boundary (every per-job array, the leases so far and the policy's `memory`,
+    e.g. chronus's admitted jobs and reservations) and when the run is interrupted."""
     data = LeaseInstance.from_instance(trace, getattr(options, "gpu_type", None),
                                        getattr(options, "round_up", True))
+    # One solver thread: CP-SAT's parallel workers return different plans among equal optima
+    # from run to run; on one thread a run (and a resumed one) is reproducible.
     solver = Solver(config.solver or policy.default_solver,
-                    SolveOptions(time_limit=config.time_limit))
+                    SolveOptions(time_limit=config.time_limit, threads=LEASE_MILP_THREADS))
     settings = settings_of(options, solver, config)
     L = settings.lease_seconds
     state = LeaseState(data)
     deadline = data.first_deadline()
     rows: list[tuple] = []
-    bar = progress_bar(data.num_jobs, progress)
     left = int(np.isnan(state.completion).sum())  # jobs not finished
-    bar.update(data.num_jobs - left)
     lease = 0
-    while left:
-        now = lease * L
-        unfinished = np.isnan(state.completion)
-        arrived = unfinished & (data.arrival <= now + EPS_S)
-        if not arrived.any():
-            lease = int(np.ceil((data.arrival[unfinished].min() - EPS_S) / L))
-            now = lease * L
-            arrived = unfinished & (data.arrival <= now + EPS_S)
-        if lease > config.max_leases:
-            raise SchedoptError(f"the run passed {config.max_leases} leases; raise max_leases")
-        active = np.flatnonzero(arrived)
-        new = ~state.seen[active]
-        state.seen[active] = True
-        jobs = data.lease_jobs(active, state.remaining)
-        boundary = LeaseBoundary(data.ids[active], data.arrival[active], deadline[active], jobs,
-                                 int(data.capacity), data.gpu_type, float(now), float(L),
-                                 state.ran_before[active], new, active, state.memory)
-        clock = time.perf_counter()
-        running, gap, fallback = _step(policy, options, solver, boundary, state, active)
-        decide_s = time.perf_counter() - clock
-        finished = _run_lease(state, active, running, now, settings)
-        left -= finished
-        bar.update(finished)
-        rows.append((now, int(running.sum()), int(jobs.gpus[running].sum()), decide_s, gap,
-                     fallback))
-        lease += 1
+    if checkpoints is not None and checkpoints.resumed is not None:
+        saved = checkpoints.resumed
+        state.restore(saved)
+        lease, left, rows = saved["lease"], saved["left"], [tuple(r) for r in saved["rows"]]
+        if type(lease) is not int or type(left) is not int:
+            raise CheckpointError("corrupt checkpoint (state 'lease' or 'left' not an integer)")
+
+    def snapshot() -> dict:
+        return {**state.snapshot(), "lease": lease, "left": left, "rows": prefix(rows)}
+
+    bar = progress_bar(data.num_jobs, progress)
+    bar.update(data.num_jobs - left)
+    with checkpointing(checkpoints):
+        while left:
+            if checkpoints is not None:
+                checkpoints.tick(snapshot)
+            lease, finished = _boundary(policy, options, solver, data, state, settings, config,
+                                        deadline, lease, rows)
+            left -= finished
+            bar.update(finished)
     bar.close()
     return _result(name, policy, options, config, data, state, rows, L)
+
+
+def _boundary(policy: Policy, options: Any, solver: Solver, data: LeaseInstance,
+              state: LeaseState, settings: LeaseSettings, config: SimulationConfig,
+              deadline: np.ndarray, lease: int, rows: list[tuple]) -> tuple[int, int]:
+    """The boundary at lease `lease` (or the first one after it where a job is there): the
+    policy's decision and the lease it runs. Returns (the next lease, jobs finished)."""
+    L = settings.lease_seconds
+    now = lease * L
+    unfinished = np.isnan(state.completion)
+    arrived = unfinished & (data.arrival <= now + EPS_S)
+    if not arrived.any():
+        lease = int(np.ceil((data.arrival[unfinished].min() - EPS_S) / L))
+        now = lease * L
+        arrived = unfinished & (data.arrival <= now + EPS_S)
+    if lease > config.max_leases:
+        raise SchedoptError(f"the run passed {config.max_leases} leases; raise max_leases")
+    active = np.flatnonzero(arrived)
+    new = ~state.seen[active]
+    state.seen[active] = True
+    jobs = data.lease_jobs(active, state.remaining)
+    boundary = LeaseBoundary(data.ids[active], data.arrival[active], deadline[active], jobs,
+                             int(data.capacity), data.gpu_type, float(now), float(L),
+                             state.ran_before[active], new, active, state.memory)
+    clock = time.perf_counter()
+    running, gap, fallback = _step(policy, options, solver, boundary, state, active)
+    decide_s = time.perf_counter() - clock
+    finished = _run_lease(state, active, running, now, settings)
+    rows.append((now, int(running.sum()), int(jobs.gpus[running].sum()), decide_s, gap,
+                 fallback))
+    return lease + 1, finished
 
 
 def _step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,

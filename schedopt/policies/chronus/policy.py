@@ -9,6 +9,7 @@ shortest-remaining-service fill of `chronus_boundary.plan_boundary` decide the n
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -122,6 +123,17 @@ def _grown(memory: dict, key: str, size: int, dtype=bool) -> np.ndarray:
     return have
 
 
+@functools.lru_cache(maxsize=16)
+def _online_settings(options: "ChronusOptions", solver_name: str | None,
+                     time_limit: float | None) -> LeaseSettings:
+    """The lease settings of a run's options (the same at every boundary: kept here rather
+    than in the run's memory, which holds only what a checkpoint can write)."""
+    fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(ChronusOptions)
+              if f.name not in ("gpu_type", "round_up")}
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
+    return LeaseSettings(**fields, solver=solver_name or DEFAULT_SOLVER, time_limit=limit)
+
+
 def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Solver) -> Outcome:
     """Chronus at one boundary of a run (`LeaseBoundary` with its run state): admitted jobs
     that can no longer meet any deadline option are demoted (best effort from then on), the
@@ -135,11 +147,7 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
     memory = {} if boundary.memory is None else boundary.memory  # None: a boundary on its own
     n = boundary.jobs.num_jobs
     index = np.arange(n) if boundary.run_index is None else boundary.run_index
-    settings = memory.get("settings")
-    if settings is None:
-        fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(ChronusOptions)
-                  if f.name not in ("gpu_type", "round_up")}
-        settings = memory["settings"] = _settings(solver, **fields)
+    settings = _online_settings(options, solver.name, solver.settings.time_limit)
     jobs, now = boundary.jobs, boundary.now
     size = int(index.max()) + 1 if n else 0
     ever_admitted = _grown(memory, "admitted", size)

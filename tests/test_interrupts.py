@@ -103,3 +103,40 @@ def test_simulate_jobs_csv_is_whole_or_absent(tmp_path, trial_count):
             frame = pd.read_csv(out)
             assert len(frame) == 300
         assert not list(tmp_path.glob(".*.partial"))
+
+
+ENTRY_WITH = """
+import signal, sys
+import schedopt.cli.main as cli_main
+from schedopt.cli import interrupts
+
+def command():
+    interrupts.wrote("{written}")
+    {action}
+
+cli_main.main = command
+from schedopt.cli.entry import run
+run()
+"""
+
+
+@pytest.mark.parametrize("action, code, line", [
+    ("raise KeyboardInterrupt", 130, "interrupted (Ctrl-C): wrote a.csv"),
+    ("raise interrupts.Terminated()", 143, "interrupted (SIGTERM): wrote a.csv"),
+    ("exec('raise KeyboardInterrupt')", 130, "interrupted (Ctrl-C): wrote a.csv"),
+    ("signal.raise_signal(signal.SIGINT)", 130, "interrupted (Ctrl-C): wrote a.csv"),
+    ("sys.exit(0)", 0, None),
+    ("sys.exit(2)", 2, None),
+])
+def test_console_script_exit_status(action, code, line):
+    """The console script's exit status is exactly 130/143 after an interrupt (never death by
+    the signal itself), names what was written, and leaves other exit codes alone."""
+    script = ENTRY_WITH.format(written="a.csv", action=action)
+    process = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=120)
+    assert process.returncode == code, process.stderr
+    lines = [text for text in process.stderr.splitlines() if text.strip()]
+    if line is None:
+        assert not lines, process.stderr
+    else:
+        assert lines == [line], process.stderr

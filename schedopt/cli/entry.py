@@ -14,14 +14,18 @@ def run() -> None:
     interrupts.install()
     try:
         try:
-            from schedopt.cli.errors import one_line_warnings
-            from schedopt.cli.main import main
+            try:
+                from schedopt.cli.errors import one_line_warnings
+                from schedopt.cli.main import main
 
-            one_line_warnings()
-            main()
-        finally:
-            # Ignored (not default) dispositions survive the interpreter's shutdown.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    except KeyboardInterrupt as exc:
-        interrupts.exit_interrupted(exc)
+                one_line_warnings()
+                main()
+            finally:
+                # Ignored (not default) dispositions survive the interpreter's shutdown.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        except KeyboardInterrupt as exc:
+            interrupts.exit_interrupted(exc)
+    except SystemExit:
+        interrupts.end_process_if_interrupted()
+        raise

@@ -4,6 +4,7 @@ either the old file or the new one. Long commands note their progress with `prog
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -13,6 +14,8 @@ EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
 _progress = ["nothing was written"]
+_written: list[str] = []
+_exit_code: list[int] = []
 
 
 class Terminated(KeyboardInterrupt):
@@ -24,6 +27,12 @@ def progress(text: str) -> None:
     _progress[0] = text
 
 
+def wrote(path) -> None:
+    """Record that the command has written the file `path` (listed if it is interrupted)."""
+    _written.append(str(path))
+    progress("wrote " + ", ".join(_written))
+
+
 def _on_sigterm(signum, frame):
     raise Terminated()
 
@@ -31,6 +40,8 @@ def _on_sigterm(signum, frame):
 def install() -> None:
     """Turn SIGTERM into `Terminated` for the rest of this process (main thread only)."""
     progress("nothing was written")
+    _written.clear()
+    _exit_code.clear()
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (e.g. a test runner's worker thread)
@@ -41,4 +52,16 @@ def exit_interrupted(exc: KeyboardInterrupt) -> None:
     """Print one line and exit with 130 or 143."""
     terminated = isinstance(exc, Terminated)
     click.echo(f"interrupted ({'SIGTERM' if terminated else 'Ctrl-C'}): {_progress[0]}", err=True)
-    sys.exit(EXIT_SIGTERM if terminated else EXIT_SIGINT)
+    _exit_code[:] = [EXIT_SIGTERM if terminated else EXIT_SIGINT]
+    sys.exit(_exit_code[0])
+
+
+def end_process_if_interrupted() -> None:
+    """In the console script, after an interrupt was reported: end the process with 130 or 143
+    at once. Files are already whole (partial ones are removed while the interrupt unwinds), and
+    a normal interpreter shutdown after a KeyboardInterrupt may still end by SIGINT itself
+    (exit status -2 instead of 130), which scripts that check the status would misread."""
+    if _exit_code:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_code[0])

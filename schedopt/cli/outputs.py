@@ -13,6 +13,7 @@ from typing import Iterable
 
 import click
 
+from schedopt.cli import interrupts
 from schedopt.errors import OutputError
 from schedopt.files import check_output, write_atomically
 
@@ -39,6 +40,7 @@ def check_targets(inputs: Iterable[Path], csv: Path | None = None,
 def write_csv(frame, path: Path, inputs: Iterable[Path] = ()) -> None:
     """`frame.to_csv` into `path`, atomically."""
     write_atomically(path, lambda temporary: frame.to_csv(temporary), inputs, what="CSV table")
+    interrupts.wrote(path)
 
 
 def save_figure(figure, path: Path, inputs: Iterable[Path] = (), dpi: int = 120,
@@ -54,5 +56,6 @@ def save_figure(figure, path: Path, inputs: Iterable[Path] = (), dpi: int = 120,
             raise OutputError(f"{path}: cannot write the figure: {exc}") from None
 
     write_atomically(path, draw, inputs, what="figure")
+    interrupts.wrote(path)
     if announce:
         click.echo(f"wrote {path}", err=True)

@@ -44,9 +44,9 @@ from schedopt.policies.catalog import GAVEL_ALIASES
 from schedopt.policies.gavel.lp import isolated_throughput
 from schedopt.policies.allox.matching import allox_schedule
 from schedopt.policies.baselines.gandiva import GandivaPacking
-from schedopt.policies.packed.cost import MinCostPacked
+from schedopt.policies.packed.per_dollar import MinCostPacked
 from schedopt.policies.packed.fifo import FifoPacked, job_pair_rates
-from schedopt.policies.packed.finish_time import FinishTimeFairnessPacked
+from schedopt.policies.packed.finish_fairness import FinishTimeFairnessPacked
 from schedopt.policies.packed.master import PairTable
 from schedopt.policies.packed.policy import (MaxMinFairnessPacked, MinMakespanPacked,
                                              WaterFillingPacked)

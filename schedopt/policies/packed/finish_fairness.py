@@ -17,9 +17,9 @@ reaches t* >= 1. Each probe rho gives two proven numbers:
          rho' below it asks every job for more than t^ub need_m(rho), which no allocation
          gives. Also max_m t_m / D_m (no job finishes before now).
 
-The next probe is the upper bound (a Newton-like step: exact in one probe when no job has
-waited, since need_m(rho) is then need_m(1) / rho), or the midpoint when the interval did not
-halve. It stops when (upper - lower) / upper <= tolerance.
+The first probe asks for steps/s in proportion to w_m R_m / D_m, which is exact when no job
+has waited (need_m(rho) is then w_m R_m / (rho D_m)); the next probe is the upper bound (a
+Newton-like step), or the midpoint when the interval did not halve. It stops when (upper - lower) / upper <= tolerance.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def finish_time_fairness_packed(problem: ThroughputProblem, table: PairTable,
     work = np.where(active, problem.weight * R, 0.0)
     lower = float(np.max(waited[active] / D[active]))
     upper, best, stage, pairs = np.inf, None, None, None
-    rho = None  # the first probe asks for need_m(1) shares, the exact answer when no job waited
+    rho = None  # the first probe asks for shares w_m R_m / D_m: exact when no job has waited
     probes = 0
     if method == "columns" and seed:
         from schedopt.policies.packed.seed import class_seed
@@ -88,7 +88,7 @@ def finish_time_fairness_packed(problem: ThroughputProblem, table: PairTable,
         pairs = class_seed(problem, cand, table.job_type, solver)
     while probes < MAX_PROBES:
         probes += 1
-        room = np.ones_like(D) if rho is None else np.where(active, rho * D - waited, 1.0)
+        room = D if rho is None else np.where(active, rho * D - waited, 1.0)
         k = np.where(active, work / room, 0.0) / Tmax
         stage = solve_stage(problem, cand, solver, Target(k), method, pairs)
         if stage.x is None:

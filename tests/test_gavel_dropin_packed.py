@@ -1,0 +1,196 @@
+"""The Gavel names added last, through the fake scheduler of test_gavel_dropin: the packed FIFO,
+finish-time fairness and cost policies (Gavel's pair keys in, solo and pair time out), Gandiva's
+random pairing and AlloX's matching."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from schedopt.gavel import get_policy
+from schedopt.policies.baselines.gandiva import equal_split
+from schedopt.policies.packed.finish_fairness import finish_time_ratios_packed
+from test_gavel_dropin import (TYPES, FakeGavelScheduler, JobId, JobPair, as_matrix,
+                               hand_table, packed_state, problem_of, read_back)
+from test_packed_finish_time import cvxpy_packed_ftf
+from test_packed_min_cost import per_dollar
+from test_packed_targets import FullLP
+
+NEW_PACKED = ["fifo_packed", "finish_time_fairness_packed",
+              "max_sum_throughput_normalized_by_cost_packed_SLOs", "gandiva"]
+
+
+@pytest.mark.parametrize("name", NEW_PACKED)
+def test_new_packed_names_return_gavels_keys_and_fit_the_cluster(name):
+    state = packed_state(2)
+    scheduler = FakeGavelScheduler(get_policy(name), state)
+    allocation = scheduler.compute_allocation()
+    assert scheduler.job_packing()
+    assert set(allocation) == set(state["ids"]) | set(state["pairs"])
+    assert all(list(a) == TYPES for a in allocation.values())
+    read_back(state, allocation, problem_of(state))  # time, GPUs, equal scale factors
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_packed_ftf_and_cost_reach_their_independent_optima(seed):
+    state = packed_state(seed)
+    p = problem_of(state)
+    allocation = FakeGavelScheduler(get_policy("finish_time_fairness_packed"),
+                                    state).compute_allocation()
+    steps = read_back(state, allocation, p)
+    assert finish_time_ratios_packed(p, steps).max() == pytest.approx(
+        cvxpy_packed_ftf(p, state), rel=1e-5)
+    no_slos = {**state, "SLOs": {}}  # Gavel's cost policy with SLOs, when no job has one
+    allocation = FakeGavelScheduler(
+        get_policy("max_sum_throughput_normalized_by_cost_packed_SLOs"),
+        no_slos).compute_allocation()
+    read_back(state, allocation, p)
+    c = np.asarray(p.cost_per_hour)
+    value = (as_matrix(allocation, state["ids"]) * state["T"] / c).sum() + sum(
+        (allocation[pair][t] * (q[0] + q[1]) / c[j])
+        for pair, per_type in state["pairs"].items() for j, (t, q) in
+        enumerate((t, per_type[t]) for t in TYPES))
+    lp = FullLP(p, hand_table(state))
+    M = p.num_jobs
+    best = -lp.maximize(np.zeros(M), np.zeros(M), np.zeros(M, dtype=bool), per_dollar(p, lp)).fun
+    assert value == pytest.approx(best, rel=1e-7)
+
+
+def test_packed_ftf_object_credits_isolated_time_across_calls():
+    state = packed_state(1)
+    policy = get_policy("finish_time_fairness_packed")
+    FakeGavelScheduler(policy, state).compute_allocation()
+    assert policy._isolated_time == {}
+    later = {**state, "num_steps_remaining": {j: r - 500.0 for j, r in
+                                              state["num_steps_remaining"].items()}}
+    FakeGavelScheduler(policy, later).compute_allocation()
+    assert set(policy._isolated_time) == set(state["ids"])
+    assert all(v > 0 for v in policy._isolated_time.values())
+
+
+def test_fifo_packed_pairs_a_waiting_job_with_a_running_one():
+    state = packed_state(2)
+    allocation = FakeGavelScheduler(get_policy("fifo_packed"), state).compute_allocation()
+    whole = [v for a in allocation.values() for v in a.values() if v > 0]
+    assert whole and all(v == 1.0 for v in whole)  # whole rounds, as Gavel's FIFO
+    paired = [pair for pair in state["pairs"] if max(allocation[pair].values()) > 0]
+    assert paired and not set(paired) & set(state["zero_pairs"])
+
+
+def gandiva_state(num_jobs: int, gpus: dict) -> dict:
+    state = packed_state(4, num_jobs)
+    return {**state, "cluster_spec": gpus}
+
+
+def combinations(state: dict, allocation: dict) -> list:
+    """The rows that got time: single jobs and pairs."""
+    keys = list(state["ids"]) + list(state["pairs"])
+    return [key for key in keys if max(allocation[key].values()) > 0]
+
+
+def test_gandiva_splits_the_cluster_equally_when_every_job_fits():
+    state = gandiva_state(5, {"k80": 8, "p100": 4, "v100": 4})
+    allocation = FakeGavelScheduler(get_policy("gandiva", seed=1), state).compute_allocation()
+    s = np.array([state["scale_factors"][j] for j in state["ids"]], dtype=float)
+    c = np.array([state["cluster_spec"][t] for t in TYPES], dtype=float)
+    expected = np.array([(c / 5) / s_m / max(((c / 5) / s_m).sum(), 1.0) for s_m in s])
+    np.testing.assert_allclose(as_matrix(allocation, state["ids"]), expected, rtol=1e-12)
+    np.testing.assert_allclose(equal_split(c, s), expected, rtol=1e-12)
+    assert all(max(allocation[pair].values()) == 0 for pair in state["pairs"])
+
+
+def test_gandiva_pairs_jobs_of_equal_scale_factor_at_random_when_oversubscribed():
+    state = gandiva_state(9, {"k80": 2, "p100": 1, "v100": 1})
+    runs = []
+    for seed in (0, 0, 1, 2, 3):
+        allocation = FakeGavelScheduler(get_policy("gandiva", seed=seed),
+                                        state).compute_allocation()
+        read_back(state, allocation, problem_of(state))
+        rows = combinations(state, allocation)
+        pairs = [key for key in rows if isinstance(key, JobPair)]
+        jobs = [j.n for key in rows for j in key.singletons()]
+        assert sorted(jobs) == list(range(9))  # each job in exactly one combination
+        sizes = {}
+        for job in state["ids"]:  # at most one job of each scale factor is left alone
+            if job in rows:
+                sizes[state["scale_factors"][job]] = sizes.get(state["scale_factors"][job], 0) + 1
+        assert all(n <= 1 for n in sizes.values())
+        c = np.array([state["cluster_spec"][t] for t in TYPES], dtype=float)
+        for key in rows:  # the equal split among the K combinations
+            s = state["scale_factors"][key.singletons()[0]]
+            share = (c / len(rows)) / s
+            np.testing.assert_allclose([allocation[key][t] for t in TYPES],
+                                       share / max(share.sum(), 1.0), rtol=1e-12)
+        runs.append(frozenset((p.a, p.b) for p in pairs))
+    assert runs[0] == runs[1]  # seeded
+    assert len(set(runs)) > 1  # random
+
+
+def test_gandiva_dissolves_a_pair_that_runs_slower_than_time_slicing():
+    state = gandiva_state(4, {"k80": 2, "p100": 1, "v100": 1})  # 4 GPUs: every job fits
+    state["scale_factors"] = dict.fromkeys(state["ids"], 1)
+    T = state["T"]
+    good = {t: [0.9 * T[0, j], 0.9 * T[1, j]] for j, t in enumerate(TYPES)}
+    slow = {t: [0.1 * T[2, j], 0.1 * T[3, j]] for j, t in enumerate(TYPES)}
+    other = {t: [0.5 * 1.0, 0.5] for t in TYPES}
+    state["pairs"] = {JobPair(0, 1): good, JobPair(2, 3): slow,
+                      **{JobPair(a, b): other for a, b in itertools.combinations(range(4), 2)
+                         if (a, b) not in ((0, 1), (2, 3))}}
+    policy = get_policy("gandiva", seed=0)
+    policy._gandiva.partner = {JobId(0): JobId(1), JobId(1): JobId(0),
+                               JobId(2): JobId(3), JobId(3): JobId(2)}
+    policy._gandiva.rng = np.random.default_rng(0)
+    allocation = FakeGavelScheduler(policy, state).compute_allocation()
+    # 3 types x (0.9 + 0.9) = 5.4 >= 1: kept for later rounds; 3 x (0.1 + 0.1) = 0.6: dissolved
+    assert policy._gandiva.partner == {JobId(0): JobId(1), JobId(1): JobId(0)}
+    assert all(max(allocation[pair].values()) == 0 for pair in state["pairs"])  # no packing now
+
+
+def test_allox_starts_the_shortest_jobs_and_keeps_started_jobs_on_their_gpu():
+    ids = [JobId(n) for n in range(4)]
+    state = {
+        "throughputs": {j: {"k80": 0.0, "p100": 0.0, "v100": 1.0} for j in ids},
+        "scale_factors": dict.fromkeys(ids, 1),
+        "times_since_start": dict.fromkeys(ids, 0.0),
+        "num_steps_remaining": dict(zip(ids, [50.0, 10.0, 30.0, 20.0])),
+        "cluster_spec": {"k80": 0, "p100": 0, "v100": 2},
+    }
+    policy = get_policy("allox")
+    first = FakeGavelScheduler(policy, state).compute_allocation()
+    # two v100s, all waiting: the optimal schedule runs the two shortest first (10 and 20 s)
+    assert [j.n for j in ids if first[j]["v100"] == 1.0] == [1, 3]
+    state["num_steps_remaining"] = dict(zip(ids, [50.0, 9.0, 30.0, 1.0]))
+    state["throughputs"][JobId(4)] = {"k80": 0.0, "p100": 0.0, "v100": 1.0}
+    state["scale_factors"][JobId(4)] = 1
+    state["times_since_start"][JobId(4)] = 0.0
+    state["num_steps_remaining"][JobId(4)] = 0.5
+    second = FakeGavelScheduler(policy, state).compute_allocation()
+    assert [j.n for j in second if second[j]["v100"] == 1.0] == [1, 3]  # no preemption
+    del state["throughputs"][JobId(3)]  # job 3 finished: its GPU starts the shortest waiting
+    third = FakeGavelScheduler(policy, state).compute_allocation()
+    assert [j.n for j in third if third[j]["v100"] == 1.0] == [1, 4]
+
+
+def test_allox_total_completion_time_is_optimal_by_brute_force():
+    rng = np.random.default_rng(3)
+    ids = [JobId(n) for n in range(5)]
+    T = rng.uniform(0.5, 3.0, (5, 3))
+    R = rng.uniform(10, 100, 5)
+    state = {"throughputs": {j: dict(zip(TYPES, T[m])) for m, j in enumerate(ids)},
+             "scale_factors": dict.fromkeys(ids, 1), "times_since_start": dict.fromkeys(ids, 0.0),
+             "num_steps_remaining": dict(zip(ids, R)), "cluster_spec": dict(zip(TYPES, [1, 1, 1]))}
+    started = FakeGavelScheduler(get_policy("allox"), state).compute_allocation()
+
+    def total(assign):  # each GPU runs its jobs shortest first
+        out = 0.0
+        for g in range(3):
+            times = sorted(R[m] / T[m, g] for m in range(5) if assign[m] == g)
+            out += np.cumsum(times).sum()
+        return out
+
+    best = min(itertools.product(range(3), repeat=5), key=total)
+    for g in range(3):  # the job each GPU starts is the first of an optimal schedule's queue
+        queue = sorted((R[m] / T[m, g], m) for m in range(5) if best[m] == g)
+        assert started[ids[queue[0][1]]][TYPES[g]] == 1.0

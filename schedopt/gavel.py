@@ -300,6 +300,7 @@ class GavelPolicy:
         self._placed: dict = {}  # fifo, allox: job -> index of the GPU type it holds
         self._fifo_calls = 0
         self._gandiva = GandivaPacking(seed=self.options.pop("seed", None))
+        self._alpha = float(self.options.pop("alpha", 1.0))  # allox: share of waiting jobs
 
     def __repr__(self) -> str:
         return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
@@ -419,7 +420,7 @@ class GavelPolicy:
     def _allox(self, throughputs: dict, scale_factors, times_since_start, num_steps_remaining,
                cluster_spec) -> dict:
         """Gavel's AlloX: a job keeps the GPU it started on until it finishes; the other jobs
-        are matched to the free GPUs minimizing their total completion time
+        (with alpha < 1, only the max(alpha m, free GPUs) that have waited longest) are matched to the free GPUs minimizing their total completion time
         (`allox.matching.allox_schedule`: processing time = steps left / steps/s on the GPU's
         type, arrival = now - times_since_start) and each free GPU starts the first job of its
         queue."""
@@ -440,6 +441,9 @@ class GavelPolicy:
         free = np.maximum(problem.capacity - np.bincount(held[:, 1], minlength=J), 0)
         machine_type = np.repeat(np.arange(J), free.astype(int))
         waiting = np.setdiff1d(np.arange(M), held[:, 0])
+        # AlloX's fairness knob: only the longest-waiting max(alpha m, free GPUs) jobs compete
+        longest = waiting[np.argsort(-problem.time_since_arrival[waiting], kind="stable")]
+        waiting = np.sort(longest[:max(int(self._alpha * waiting.size), machine_type.size)])
         T = (problem.throughput * problem.runnable)[np.ix_(waiting, machine_type)]
         with np.errstate(divide="ignore"):
             processing = np.where(T > 0, problem.remaining_steps[waiting, None] / T, np.inf)
@@ -495,6 +499,12 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
     priority_reweighting_policies is accepted and unused."""
     if solver is not None and solver.isupper():
         solver = None
+    if name.startswith("allox_alpha="):  # Gavel's AlloX with its fairness knob in the name
+        try:
+            options = {**options, "alpha": float(name[len("allox_alpha="):])}
+        except ValueError:
+            raise PolicyError(f"Gavel policy {name!r}: allox_alpha= takes a number") from None
+        name = "allox"
     if name not in SIGNATURES:
         raise PolicyError(f"unknown Gavel policy {name!r}; Gavel's names: "
                           f"{', '.join(sorted(SIGNATURES))}")

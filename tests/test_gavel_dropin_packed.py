@@ -194,3 +194,20 @@ def test_allox_total_completion_time_is_optimal_by_brute_force():
     for g in range(3):  # the job each GPU starts is the first of an optimal schedule's queue
         queue = sorted((R[m] / T[m, g], m) for m in range(5) if best[m] == g)
         assert started[ids[queue[0][1]]][TYPES[g]] == 1.0
+
+
+def test_allox_alpha_lets_only_the_longest_waiting_jobs_compete():
+    ids = [JobId(n) for n in range(4)]
+    state = {
+        "throughputs": {j: {"k80": 0.0, "p100": 0.0, "v100": 1.0} for j in ids},
+        "scale_factors": dict.fromkeys(ids, 1),
+        "times_since_start": dict(zip(ids, [100.0, 0.0, 50.0, 10.0])),
+        "num_steps_remaining": dict(zip(ids, [40.0, 5.0, 30.0, 20.0])),
+        "cluster_spec": {"k80": 0, "p100": 0, "v100": 1},
+    }
+    plain = FakeGavelScheduler(get_policy("allox"), state).compute_allocation()
+    assert [j.n for j in ids if plain[j]["v100"] == 1.0] == [1]  # the shortest job
+    # alpha 0.5: the 2 longest-waiting jobs (0 and 2) compete; job 2 is the shorter of them
+    fair = FakeGavelScheduler(get_policy("allox_alpha=0.5"), state).compute_allocation()
+    assert [j.n for j in ids if fair[j]["v100"] == 1.0] == [2]
+    assert get_policy("allox_alpha=0.5").name == "AlloX_Perf"

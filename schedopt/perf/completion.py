@@ -101,7 +101,9 @@ class Completion:
     chosen hyperparameters; residual: {"pairs": s_val, "isolated": s_val}, the RMS held-out
     log error of each kind of cell at (rank, lam) (NaN where none was held out); validation:
     {(rank, lam): held-out mean relative error on the kinds of cells being filled} over the
-    grid (empty when the grid has one point).
+    grid (empty when the grid has one point). weights, side_lambda, method: set by
+    `schedopt.perf.predict.predict` (the ensemble's member weights per 'kind:GPU type', the
+    side model's ridge weight per kind, and "ensemble"); `complete` leaves them empty, "als".
     """
 
     model: PerformanceModel
@@ -112,6 +114,9 @@ class Completion:
     residual: dict = field(default_factory=dict)
     validation: dict = field(default_factory=dict)
     cannot_share: np.ndarray | None = None
+    weights: dict = field(default_factory=dict)
+    side_lambda: dict = field(default_factory=dict)
+    method: str = "als"
 
     def entries(self) -> list[dict]:
         """The filled cells as dicts (job_type, gpu_type, partner, steps_per_s, uncertainty)."""

@@ -106,11 +106,17 @@ class GroupRidge:
 
     def fit_predict(self, train: np.ndarray, y: np.ndarray, lam: float, weight=None) -> np.ndarray:
         """Fit on the cells `train` (bool (n,)) to targets y (n,) (read only where train) with
-        ridge weight lam, and return the prediction for every cell."""
+        ridge weight lam > 0, and return the prediction for every cell. The normal equations
+        (X'WX + lam I) theta = X'W y are solved by conjugate gradients on sparse products
+        (no dense p x p system: dense solves crawl where BLAS threads compete for few cores)."""
         X = self.X[train]
         w = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=float)[train]
         target = np.asarray(y, dtype=float)[train]
         mean = float(np.average(target, weights=w)) if target.size else 0.0
-        A = (X.T @ sp.diags(w) @ X + lam * sp.identity(X.shape[1])).tocsc()
-        theta = spla.spsolve(A, X.T @ (w * (target - mean)))
+        Xw = (sp.diags(np.sqrt(w)) @ X).tocsr()
+        XwT = Xw.T.tocsr()
+        p = X.shape[1]
+        normal = spla.LinearOperator((p, p), matvec=lambda v: XwT @ (Xw @ v) + lam * v, dtype=float)
+        rhs = XwT @ (np.sqrt(w) * (target - mean))
+        theta, _ = spla.cg(normal, rhs, rtol=1e-10, atol=0.0, maxiter=20 * p)
         return mean + self.X @ theta

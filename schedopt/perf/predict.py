@@ -1,0 +1,269 @@
+"""Predicting unmeasured steps/s by an ensemble selected on held-out measurements.
+
+`complete` (completion.py) fits one low-rank model to the whole matrix. `predict` combines
+three predictors of log steps/s, each good where the others are weak:
+
+- `als`: that low-rank model (`complete`: rank and ridge weight chosen by validation);
+- `als_gpu`: the same model fitted separately to each GPU type's columns (its isolated column
+  and its pair columns), so the interaction of two job types may differ from one GPU type to
+  another (Gavel's K80 and P100 pairs are far more regular than its V100 ones);
+- `side`: the group ridge on what the labels say (`schedopt.perf.side`): a pair's slowdown
+  log(T_pair / T_alone) from the two job types, their families and the GPU type; an isolated
+  rate from the job type's relatives (same model at another batch size or scale factor).
+  It also fills job types never measured on any GPU type (cold starts `complete` leaves).
+
+Selection: the measured positive units (an isolated cell, or the two sides of one pair) are
+split into `folds` folds; each predictor is refitted without each fold and predicts it. Per
+kind of cell (pair, isolated) and GPU type, the convex weights w (a grid of step 0.1 over the
+simplex) minimizing the held-out mean relative error of the blend
+
+    log T_hat = sum_m w_m log T_m           (members with no prediction for a cell drop out,
+                                             the others' weights renormalized)
+
+are kept, and the blend of the predictors fitted on everything fills the missing cells. Pair
+rates are capped at the job's isolated rate on that GPU type; the "cannot share" rule and
+measured cells are exactly as in `complete` (measured cells never change, a measured 0 stays 0).
+
+Uncertainty (sd of log steps/s): per kind and GPU type, s = q95(|held-out log error of the
+blend|) / 2, so that on the held-out cells the truth lies within 2 s of the blend 95% of the
+time (a split-conformal calibration; the errors are heavy-tailed, so an RMS would overcover),
+combined with the low-rank model's bootstrap spread where it has weight:
+uncertainty = sqrt(s^2 + (w_als spread)^2).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+
+from schedopt.perf.completion import (
+    DEFAULT_LAMBDAS,
+    DEFAULT_RANKS,
+    Completion,
+    cap_pairs_at_isolated,
+    complete,
+    fit_log_factors,
+    measurement_units,
+)
+from schedopt.errors import SchedoptError
+from schedopt.perf.model import PerformanceModel
+from schedopt.perf.side import GroupRidge, isolated_groups, job_type_info, pair_groups
+
+MEMBERS = ("als", "als_gpu", "side")
+SIDE_LAMBDAS = (0.1, 0.3, 1.0)
+COVERAGE = 0.95
+
+
+def _simplex(n: int, step: float = 0.1) -> np.ndarray:
+    """(k, n): every weight vector on the grid of `step` with entries >= 0 summing to 1."""
+    m = round(1 / step)
+    out = [c for c in itertools.product(range(m + 1), repeat=n) if sum(c) == m]
+    return np.array(out, dtype=float) / m
+
+
+def _fit_cells(model: PerformanceModel, X: np.ndarray, weight: np.ndarray, cols: np.ndarray,
+               rank: int, lam: float, seed: int) -> np.ndarray:
+    """Low-rank fit (completion.fit_log_factors) to the cells of `cols` with weight > 0;
+    (R, C) log prediction, NaN outside `cols` and in rows/columns with nothing to fit."""
+    w = weight[:, cols]
+    rows = np.flatnonzero((w > 0).any(axis=1))
+    used = cols[(w > 0).any(axis=0)]
+    out = np.full(model.shape, np.nan)
+    if rows.size == 0 or used.size == 0:
+        return out
+    gpu = model.column_gpu[used]
+    _, gpu = np.unique(gpu, return_inverse=True)
+    sub = np.ix_(rows, used)
+    fit = fit_log_factors(X[sub], weight[sub], gpu.ravel(), int(gpu.max()) + 1, rank, lam, seed=seed)
+    out[sub] = fit.pred
+    return out
+
+
+class _Members:
+    """The three predictors on one model, refittable on any subset of its measurements."""
+
+    def __init__(self, model: PerformanceModel, rank: int, lam: float,
+                 gpu_hyper: list[tuple[int, float]], seed: int):
+        self.model, self.rank, self.lam, self.gpu_hyper, self.seed = model, rank, lam, gpu_hyper, seed
+        v = model.values
+        self.usable = model.known & (v > 0)
+        self.X = np.log(np.where(self.usable, v, 1.0))
+        R = model.shape[0]
+        J, P = len(model.gpu_types), len(model.partners)
+        self.J = J
+        info = job_type_info(model.job_types)
+        # pair cells that can be positive: (row a, column c, GPU g, partner row b)
+        cells = model.applicable & ~(model.known & (v == 0)) & model.is_pair[None, :]
+        a, c = np.nonzero(cells)
+        g = (c - J) // max(P, 1)
+        b = model.pair_rows[(c - J) % P] if P else c
+        self.pair_index = (a, c, g, b)
+        self.pair_ridge = GroupRidge(pair_groups(info, a, b, g)) if a.size else None
+        ia, ig = np.repeat(np.arange(R), J), np.tile(np.arange(J), R)
+        self.iso_index = (ia, ig)
+        numeric = np.log2(info.scale_factor[ia])[:, None] * (ig[:, None] == np.arange(J)[None, :])
+        self.iso_ridge = GroupRidge(isolated_groups(info, ia, ig), numeric)
+
+    def low_rank(self, train: np.ndarray) -> dict:
+        """{'als', 'als_gpu': (R, C) log steps/s} fitted on the usable cells in `train`."""
+        m = self.model
+        weight = (self.usable & train).astype(float)
+        out = {"als": _fit_cells(m, self.X, weight, np.arange(m.shape[1]), self.rank, self.lam, self.seed)}
+        per = np.full(m.shape, np.nan)
+        for j, (k, lam) in enumerate(self.gpu_hyper):
+            cols = np.flatnonzero(m.column_gpu == j)
+            per[:, cols] = _fit_cells(m, self.X, weight, cols, k, lam, self.seed)[:, cols]
+        out["als_gpu"] = per
+        return out
+
+    def side(self, train: np.ndarray, iso_log: np.ndarray, lam: float) -> np.ndarray:
+        """(R, C) log steps/s of the side model fitted on the usable cells in `train` with
+        ridge weight lam; pair slowdowns are relative to iso_log ((R, J) log steps/s)."""
+        out = np.full(self.model.shape, np.nan)
+        ia, ig = self.iso_index
+        fit_iso = (self.usable & train)[ia, ig]
+        if fit_iso.any():
+            out[ia, ig] = self.iso_ridge.fit_predict(fit_iso, self.X[ia, ig], lam)
+        if self.pair_ridge is not None:
+            a, c, g, b = self.pair_index
+            base = iso_log[a, g]
+            fit_pair = (self.usable & train)[a, c] & np.isfinite(base)
+            if fit_pair.any():
+                slow = self.X[a, c] - np.where(np.isfinite(base), base, 0.0)
+                out[a, c] = np.minimum(self.pair_ridge.fit_predict(fit_pair, slow, lam), 0.0) + base
+        return out
+
+
+def _blend(preds: list[np.ndarray], w: np.ndarray) -> np.ndarray:
+    """Weighted mean of the finite predictions (weights renormalized per cell); NaN where
+    every member with weight > 0 lacks one."""
+    stack = np.stack(preds)
+    ok = np.isfinite(stack) & (w[:, None, None] > 0)
+    ww = np.where(ok, w[:, None, None], 0.0)
+    total = ww.sum(axis=0)
+    mean = (ww * np.where(ok, stack, 0.0)).sum(axis=0) / np.where(total > 0, total, 1.0)
+    return np.where(total > 0, mean, np.nan)
+
+
+def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAMBDAS,
+            side_lambdas=SIDE_LAMBDAS, folds: int = 4, ensemble: int = 8, seed: int = 0,
+            isolated: bool = True, pairs: bool = True, members=MEMBERS) -> Completion:
+    """Fill the missing cells of `model` (isolated ones if `isolated`, pair ones if `pairs`)
+    with the held-out-selected ensemble of the module doc. ranks, lambdas, ensemble: as in
+    `complete` (the low-rank members' grid and bootstrap); side_lambdas: the side model's
+    ridge weights tried; folds: held-out folds of the measured units; members: which of
+    MEMBERS take part. Returns a `Completion` whose `weights` hold each member's weight per
+    'kind:GPU type' and whose `residual` holds the calibrated s per 'kind:GPU type'."""
+    names = [m for m in MEMBERS if m in members]
+    if not names:
+        raise SchedoptError(f"give at least one member of {', '.join(MEMBERS)}")
+    base = complete(model, ranks=ranks, lambdas=lambdas, ensemble=ensemble, seed=seed,
+                    isolated=isolated, pairs=pairs)
+    J, gpu = len(model.gpu_types), model.column_gpu
+    gpu_hyper = [_gpu_hyper(model, j, ranks, lambdas, seed, (base.rank, base.lam)) for j in range(J)]
+    usable = model.known & (model.values > 0)
+    units = measurement_units(model, usable)
+    n_units = int(units.max()) + 1 if usable.any() else 0
+    fold = np.random.default_rng(seed + 7919).permutation(n_units) % max(folds, 1)
+    cell_fold = np.where(usable, fold[np.maximum(units, 0)], -1)
+    iso_known = np.log(np.where(usable[:, :J], model.values[:, :J], np.nan))
+    done = base.model.values[:, :J]
+    iso_full = np.log(np.where(np.isfinite(done) & (done > 0), done, np.nan))
+    fitter = _Members(model, base.rank, base.lam, gpu_hyper, seed)
+    held_out = {name: np.full(model.shape, np.nan) for name in ("als", "als_gpu")}
+    held_side = {lam: np.full(model.shape, np.nan) for lam in side_lambdas}
+    for f in range(folds):
+        train, held = cell_fold != f, cell_fold == f
+        if "als" in names or "als_gpu" in names:
+            for name, pred in fitter.low_rank(train).items():
+                held_out[name][held] = pred[held]
+        if "side" in names:
+            iso_log = np.where(held[:, :J], iso_full, iso_known)
+            for lam in side_lambdas:
+                held_side[lam][held] = fitter.side(train, iso_log, lam)[held]
+    truth = np.where(usable, fitter.X, np.nan)
+    kinds = {"pairs": model.is_pair, "isolated": ~model.is_pair}
+    side_lam = {kind: min(side_lambdas, key=lambda lam: (_mre(held_side[lam], truth, usable & cols[None, :]), lam))
+                for kind, cols in kinds.items()}
+    held_out["side"] = np.where(model.is_pair[None, :], held_side[side_lam["pairs"]],
+                                held_side[side_lam["isolated"]])
+    grid = _simplex(len(names))
+    weights, scale = {}, {}
+    for kind, cols in kinds.items():
+        for j, g in enumerate(model.gpu_types):
+            mask = usable & (cols & (gpu == j))[None, :]
+            preds = [held_out[n] for n in names]
+            scores = np.array([_mre(_capped(model, _blend(preds, w), kind), truth, mask) for w in grid])
+            best = grid[int(np.argmin(scores))]
+            weights[(kind, g)] = dict(zip(names, best.tolist()))
+            e = np.abs(_capped(model, _blend(preds, best), kind) - truth)[mask]
+            e = e[np.isfinite(e)]
+            scale[(kind, g)] = float(np.quantile(e, COVERAGE) / 2) if e.size >= 5 else float("nan")
+    full = fitter.low_rank(np.ones(model.shape, dtype=bool)) if {"als", "als_gpu"} & set(names) else {}
+    if "side" in names:
+        side_full = {lam: fitter.side(np.ones(model.shape, dtype=bool), iso_full, lam)
+                     for lam in set(side_lam.values())}
+        full["side"] = np.where(model.is_pair[None, :], side_full[side_lam["pairs"]],
+                                side_full[side_lam["isolated"]])
+    out, s, w_als = np.full(model.shape, np.nan), np.full(model.shape, np.nan), np.zeros(model.shape)
+    for kind, cols in kinds.items():
+        for j, g in enumerate(model.gpu_types):
+            sel = (cols & (gpu == j))[None, :]
+            w = np.array([weights[(kind, g)][n] for n in names])
+            out = np.where(sel, _blend([full[n] for n in names], w), out)
+            s = np.where(sel, scale[(kind, g)], s)
+            w_als = np.where(sel, weights[(kind, g)].get("als", 0.0), w_als)
+    target = base.filled & ~base.cannot_share
+    if isolated:  # job types with no measurement at all: the side model knows their relatives
+        target |= model.missing & ~model.is_pair[None, :]
+    target &= np.isfinite(out)
+    values = np.where(target, np.exp(out), base.model.values)
+    values = cap_pairs_at_isolated(model, values, target & model.is_pair[None, :])
+    other = model.transpose_index()  # a pair is written only with both sides
+    has = np.isfinite(values).ravel()[np.maximum(other, 0)]
+    lonely = target & (other >= 0) & ~has
+    target &= ~lonely
+    values = np.where(lonely, np.nan, values)
+    spread = np.nan_to_num(base.spread) if base.spread is not None else np.zeros(model.shape)
+    unc = np.sqrt(np.nan_to_num(s) ** 2 + (w_als * spread) ** 2)
+    before = np.where(model.known, 0.0, model.uncertainty if model.uncertainty is not None else np.nan)
+    uncertainty = np.where(target, unc, before)
+    uncertainty = np.where(base.cannot_share, np.nan, uncertainty)
+    return replace(base, model=model.with_values(values, uncertainty), filled=target | base.cannot_share,
+                   residual={f"{kind}:{g}": v for (kind, g), v in scale.items()},
+                   weights={f"{kind}:{g}": w for (kind, g), w in weights.items()},
+                   side_lambda=side_lam, method="ensemble")
+
+
+def _gpu_hyper(model, j, ranks, lambdas, seed, fallback) -> tuple[int, float]:
+    """(rank, lam) validated on GPU type j's columns alone (fallback when nothing there fits)."""
+    sub = _gpu_submodel(model, j, np.flatnonzero(model.column_gpu == j))
+    if not (sub.known & (sub.values > 0)).any():
+        return fallback
+    got = complete(sub, ranks=ranks, lambdas=lambdas, ensemble=0, seed=seed, isolated=False)
+    return got.rank, got.lam
+
+
+def _capped(model: PerformanceModel, pred: np.ndarray, kind: str) -> np.ndarray:
+    """Held-out log predictions of pair cells capped at the measured isolated rate."""
+    if kind != "pairs":
+        return pred
+    J, P = len(model.gpu_types), len(model.partners)
+    iso = np.log(np.where(model.values[:, :J] > 0, model.values[:, :J], np.nan))
+    cap = np.full(pred.shape, np.inf)
+    cap[:, J:] = np.repeat(np.where(np.isfinite(iso), iso, np.inf), P, axis=1)
+    return np.minimum(pred, cap)
+
+
+def _mre(pred: np.ndarray, truth: np.ndarray, mask: np.ndarray) -> float:
+    e = (pred - truth)[mask]
+    e = e[np.isfinite(e)]
+    return float(np.abs(np.expm1(e)).mean()) if e.size else float("inf")
+
+
+def _gpu_submodel(model: PerformanceModel, j: int, cols: np.ndarray) -> PerformanceModel:
+    """The model restricted to GPU type j's columns (its isolated column and pair columns)."""
+    return PerformanceModel(model.job_types, (model.gpu_types[j],), model.partners,
+                            model.values[:, cols], model.known[:, cols])

@@ -273,19 +273,26 @@ def test_model_files_keep_which_cells_were_estimated(tmp_path):
 
 # ------------------------------------------------------------------------------ CLI
 def test_perf_complete_fills_the_bundled_colocation_instance(tmp_path):
+    # the bundled instance has every pair measured (ResNet-50 x ResNet-50 on k80 at [0, 0]);
+    # without that entry the pair is unmeasured, and completion must fill it
+    doc = json.loads((ROOT / "instances" / "colocation.json").read_text())
+    doc["performance"]["colocated"] = [
+        c for c in doc["performance"]["colocated"]
+        if not (c["types"] == ["ResNet-50 (batch size 64)"] * 2 and c["gpu_type"] == "k80")]
+    source = tmp_path / "colocation.json"
+    source.write_text(json.dumps(doc))
     out = tmp_path / "full.json"
-    code, stdout, err = run("perf", "complete", ROOT / "instances" / "colocation.json", "-o", out,
-                            "--ensemble", "4")
+    code, stdout, err = run("perf", "complete", source, "-o", out, "--ensemble", "4")
     assert code == 0, err
     assert "filled 1 entries" in stdout and "ResNet-50 (batch size 64)  k80" in stdout
-    before = load_instance(ROOT / "instances" / "colocation.json")
+    before = load_instance(source)
     after = load_instance(out)
     assert after.jobs == before.jobs and len(after.performance.colocated) == 45
     assert set(before.performance.colocated) < set(after.performance.colocated)
     new = (set(after.performance.colocated) - set(before.performance.colocated)).pop()
     assert new.types == ("ResNet-50 (batch size 64)",) * 2 and new.gpu_type == "k80"
     assert 0 < new.throughput[0] == new.throughput[1] <= 0.619028  # capped at its solo rate
-    code, stdout, _ = run("perf", "complete", ROOT / "instances" / "colocation.json", "--json",
+    code, stdout, _ = run("perf", "complete", source, "--json",
                           "--ensemble", "0", "--ranks", "2", "--lambdas", "0.3")
     doc = json.loads(stdout)
     assert code == 0 and doc["rank"] == 2 and len(doc["filled"]) == 1 and doc["still_missing"] == 0

@@ -16,7 +16,7 @@ from test_gavel_dropin import (TYPES, FakeGavelScheduler, JobId, JobPair, as_mat
                                hand_table, packed_state, problem_of, read_back)
 from test_packed_finish_time import cvxpy_packed_ftf
 from test_packed_min_cost import per_dollar
-from test_packed_targets import FullLP
+from test_packed_targets import FullLP, leximin_by_brute_force
 
 NEW_PACKED = ["fifo_packed", "finish_time_fairness_packed",
               "max_sum_throughput_normalized_by_cost_packed_SLOs", "gandiva"]
@@ -211,3 +211,17 @@ def test_allox_alpha_lets_only_the_longest_waiting_jobs_compete():
     fair = FakeGavelScheduler(get_policy("allox_alpha=0.5"), state).compute_allocation()
     assert [j.n for j in ids if fair[j]["v100"] == 1.0] == [2]
     assert get_policy("allox_alpha=0.5").name == "AlloX_Perf"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_packed_max_min_returns_the_leximin_optimum_of_its_lp(seed):
+    state = packed_state(seed)
+    p, table = problem_of(state), hand_table(state)
+    allocation = FakeGavelScheduler(get_policy("max_min_fairness_packed"),
+                                    state).compute_allocation()
+    unit = np.asarray(p.weight) * p.equal_share_throughput / np.asarray(p.scale_factor)
+    levels = read_back(state, allocation, p) / unit
+    M = p.num_jobs
+    best = -FullLP(p, table).maximize(unit, np.zeros(M), np.ones(M, dtype=bool)).fun
+    assert levels.min() == pytest.approx(best, rel=1e-6)  # an optimum of the max-min LP
+    np.testing.assert_allclose(levels, leximin_by_brute_force(p, table), rtol=1e-6)

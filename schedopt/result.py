@@ -32,45 +32,82 @@ def _json(value: object) -> bytes:
     return orjson.dumps(value, option=_JSON_OPTIONS)
 
 
-def _padded(pieces: list[bytes]) -> np.ndarray:
-    """(N, W) uint8: each piece's bytes, NUL-padded to the longest (W)."""
-    text = np.array(pieces, dtype="S")
-    return text.view(np.uint8).reshape(len(pieces), text.dtype.itemsize)
+_CHUNK_JOBS = 1 << 16  # jobs written per step: the index arrays stay small and in cache
 
 
-def _names(strings) -> np.ndarray:
-    """(M, W) each string JSON-encoded without its quotes (`_padded`), from one dump: inside
-    an encoded string every quote is escaped, so `","` occurs only between two of them."""
-    if not len(strings):
-        return np.zeros((0, 1), dtype=np.uint8)
-    return _padded(_json(list(strings))[2:-2].split(b'","'))
+def _gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray,
+            ramp: np.ndarray) -> None:
+    """out[:] = the pieces source[starts[i]:starts[i] + lengths[i]] one after another, with
+    one index per byte (`ramp`: 0, 1, 2, ... at least len(out) long); no Python object per
+    piece. Indexes are int32 (sources under 2 GiB)."""
+    ends = np.cumsum(lengths, dtype=np.int32)
+    index = np.repeat(starts - (ends - lengths), lengths)
+    np.add(index, ramp[:len(index)], out=index)
+    np.take(source, index, out=out, mode="clip")  # in range by construction; "clip" skips the check
 
 
-def _keyed(keys: np.ndarray, values: np.ndarray, names: tuple[str, ...] | None) -> bytes:
+def _number_spans(text: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of the items of `text`, a JSON list of numbers (a number's text holds
+    no comma)."""
+    at = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == ord(","))
+    starts = np.concatenate(([1], at + 1))
+    return starts, np.concatenate((at, [len(text) - 1])) - starts
+
+
+def _key_spans(ids) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """(text, starts, lengths): the ids as one JSON list and where each encoded id (with its
+    quotes) sits in it. An id's encoding is len(id) + 2 bytes unless it holds a character
+    JSON escapes or a non-ASCII one, which only lengthen it, so one total tells whether the
+    lengths can be read off the strings; else each id is encoded alone."""
+    text = _json(list(ids))
+    length = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)) + 2
+    if int(length.sum()) + len(ids) + 1 != len(text):
+        length = np.fromiter(map(len, map(_json, ids)), dtype=np.int64, count=len(ids))
+    starts = np.concatenate(([1], 1 + np.cumsum(length[:-1] + 1)))[:len(ids)]
+    return text, starts, length
+
+
+def _keyed(keys: tuple[bytes, np.ndarray, np.ndarray], values: np.ndarray,
+           names: tuple[str, ...] | None) -> np.ndarray:
     """The JSON object {key: value} (names None) or {key: {name: value}} for (M,) or (M, J)
-    `values` (`keys` from `_names`), written from whole arrays: one dump of all the numbers
-    split at its commas, laid out one job per row next to the keys and the punctuation,
-    NUL padding dropped. JSON text never holds a NUL byte (strings escape it), and no per-job
-    object is built."""
-    M = len(keys)
+    `values` (`keys` from `_key_spans`) as uint8 text, written from whole arrays: one dump of
+    every number, split at its commas by position, then each job's key, numbers and
+    punctuation gathered in order, a block of jobs at a time; no per-job object is built."""
+    key_text, key_start, key_length = keys
+    M = len(key_start)
     if M == 0:
-        return b"{}"
-    numbers = _padded(_json(np.ascontiguousarray(values, dtype=float).ravel())[1:-1]
-                      .split(b",")).reshape(M, -1)
-
-    def text(piece: bytes) -> np.ndarray:
-        return np.broadcast_to(np.frombuffer(piece, dtype=np.uint8), (M, len(piece)))
-
-    if names is None:
-        columns = [keys, text(b'":'), numbers, text(b',"')]
-    else:
-        width = numbers.shape[1] // len(names)
-        columns = [keys]
-        for k, name in enumerate(names):
-            columns += [text((b'":{' if k == 0 else b",") + _json(name) + b":"),
-                        numbers[:, k * width:(k + 1) * width]]
-        columns.append(text(b'},"'))
-    return b'{"' + np.hstack(columns).tobytes().replace(b"\0", b"")[:-2] + b"}"
+        return np.frombuffer(b"{}", dtype=np.uint8)
+    flat = np.ascontiguousarray(values, dtype=float).ravel()
+    number_text = _json(flat)
+    number_start, number_length = _number_spans(number_text)
+    J = 1 if names is None else len(names)
+    glue = [b":"] if names is None else \
+        [(b":{" if k == 0 else b",") + _json(name) + b":" for k, name in enumerate(names)]
+    glue.append(b"," if names is None else b"},")
+    source = np.frombuffer(b"".join([key_text, number_text, *glue]), dtype=np.uint8)
+    if len(source) >= 2**31:
+        raise ValueError("result document too large to write (2 GiB of ids and numbers)")
+    glue_start = len(key_text) + len(number_text) + np.cumsum([0] + [len(g) for g in glue])
+    glue_length = np.array([len(g) for g in glue])
+    # One row per job: key, then (glue, number) per GPU type, then the closing glue.
+    starts = np.empty((M, 2 * J + 2), dtype=np.int32)
+    lengths = np.empty_like(starts)
+    starts[:, 0], lengths[:, 0] = key_start, key_length
+    starts[:, 1:-1:2], lengths[:, 1:-1:2] = glue_start[:J], glue_length[:J]
+    starts[:, 2::2] = number_start.reshape(M, J) + len(key_text)
+    lengths[:, 2::2] = number_length.reshape(M, J)
+    starts[:, -1], lengths[:, -1] = glue_start[J], glue_length[J]
+    row_bytes = lengths.sum(axis=1, dtype=np.int64)
+    row_end = np.cumsum(row_bytes) + 1
+    out = np.empty(int(row_end[-1]) + 1, dtype=np.uint8)
+    out[0] = ord("{")
+    ramp = np.arange(int(row_bytes.max()) * min(M, _CHUNK_JOBS), dtype=np.int32)
+    for a in range(0, M, _CHUNK_JOBS):
+        b = min(a + _CHUNK_JOBS, M)
+        _gather(source, starts[a:b].ravel(), lengths[a:b].ravel(),
+                out[row_end[a] - row_bytes[a]:row_end[b - 1]], ramp)
+    out[-2] = ord("}")  # the last job's trailing comma
+    return out[:-1]
 
 
 @dataclass
@@ -176,7 +213,7 @@ class Result:
         if self.X is None or any(key in self.details for key in _BASE_KEYS):  # e.g. given rates
             return _json(self.to_dict())
         head, tail = self._head(), self._tail()
-        keys = _names(self.job_ids)
+        keys = _key_spans(self.job_ids)
         parts = [_json(head)[:-1], b',"allocation":', _keyed(keys, self.X, self.gpu_types),
                  b',"effective_throughput":', _keyed(keys, self.effective_rates, None)]
         if tail:

@@ -141,7 +141,7 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
         write_atomically(output, document, inputs=[file], what="result document")
         interrupts.progress(f"wrote {output}")
     if as_json:
-        click.echo(document.decode(), nl=False)
+        click.echo(document, nl=False)  # bytes go to the binary stream as they are
     else:
         click.echo(render.summary(result, chosen.objective_doc))
         click.echo()

@@ -137,7 +137,7 @@ def main() -> None:
         print("RESULT " + json.dumps(result))
         return
     print(f"trace {Path(args.trace).name}, cluster {args.cluster} (v100:p100:k80), seed {args.seed}")
-    print(f"| policy | Gavel JCT (s) | schedopt JCT (s) | ratio | Gavel makespan (s) | "
+    print("| policy | Gavel JCT (s) | schedopt JCT (s) | ratio | Gavel makespan (s) | "
           f"schedopt makespan (s) | ratio | Gavel wall (s) | schedopt wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for policy in args.policy or POLICIES:

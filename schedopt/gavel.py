@@ -31,6 +31,7 @@ time fractions under its own id and each pair's time fractions under the pair's 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import numpy as np
@@ -38,15 +39,16 @@ import numpy as np
 from schedopt.api import solve
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
-from schedopt.core.registry import resolve
 from schedopt.errors import PolicyError
 from schedopt.policies.catalog import GAVEL_ALIASES
-from schedopt.policies.gavel.lp import isolated_throughput
+from schedopt.policies.gavel.lp import (finish_time_ratios, isolated_finish_time,
+                                       isolated_throughput)
 from schedopt.policies.allox.matching import allox_schedule
 from schedopt.policies.baselines.gandiva import GandivaPacking
 from schedopt.policies.packed.per_dollar import MinCostPacked
 from schedopt.policies.packed.fifo import FifoPacked, job_pair_rates
-from schedopt.policies.packed.finish_fairness import FinishTimeFairnessPacked
+from schedopt.policies.packed.finish_fairness import (FinishTimeFairnessPacked,
+                                                      finish_time_ratios_packed, isolated_finish)
 from schedopt.policies.packed.master import PairTable
 from schedopt.policies.packed.policy import MinMakespanPacked, WaterFillingPacked
 
@@ -123,6 +125,32 @@ PACKED = frozenset(PACKED_POLICIES) | {"gandiva"}
 # (water filling): its lowest level is the max-min optimum, so it is an optimum of the same LP,
 # and it gives the remaining capacity out level by level (docs/gavel-adapter.md).
 LEXIMIN_OPTIMUM = frozenset({"max_min_fairness_packed"})
+
+# Finish-time fairness has the same wide optimal face (only the worst ratio is pinned): these
+# names return the leximin allocation of the levels steps_m / need_m(rho*), need_m(rho*) the
+# steps/s job m needs for ratio rho*, the optimum. Its lowest level is 1, so every ratio is at
+# most rho* and it is an optimum too (checked; otherwise the solver's optimum is returned).
+# (Not the speed-blind finish_time_fairness: on Gavel's max_min_fairness trace its leximin
+# allocation, spread over types, moved average JCT from +2.8% to +10% against Gavel's run.)
+FTF_LEXIMIN = frozenset({"finish_time_fairness_perf", "finish_time_fairness_packed"})
+
+
+def level_weights(problem: ThroughputProblem, need: np.ndarray) -> np.ndarray:
+    """(M,) weights under which water filling's level of job m, s_m steps_m / (w_m thr^eq_m),
+    is steps_m / need_m (need in steps/s; a job that needs nothing keeps weight 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = problem.scale_factor * need / problem.equal_share_throughput
+    return np.where((need > 0) & np.isfinite(w) & (w > 0), w, 1.0)
+
+
+def ftf_need(problem: ThroughputProblem, rho: float, isolated: np.ndarray,
+             weighted: bool) -> np.ndarray:
+    """(M,) steps/s each job needs for finish-time ratio <= rho: w_m R_m / (rho D_m - t_m)
+    (w_m = 1 unless weighted; 0 for jobs without steps left)."""
+    R = np.nan_to_num(problem.remaining_steps)
+    room = rho * isolated - problem.time_since_arrival
+    w = problem.weight if weighted else 1.0
+    return np.where((R > 0) & (room > 0), w * R / np.where(room > 0, room, 1.0), 0.0)
 
 
 # Backends used when none is named: for the throughput sums, whose optimal faces are wide, an
@@ -362,6 +390,8 @@ class GavelPolicy:
             iso = isolated_throughput(problem)  # as the FTF policy's own denominator uses
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
         X = result.X
+        if self.gavel_name in FTF_LEXIMIN:
+            X = self._ftf_leximin(problem, X)
         if self.gavel_name in SPEED_BLIND:
             X = spread_over_types(problem, X)
         elif self.gavel_name.startswith("max_sum_throughput"):
@@ -409,12 +439,40 @@ class GavelPolicy:
             if not outcome.status.has_solution:
                 raise _no_allocation(self.name, outcome.status, outcome.details)
             decision = outcome.decision
+            if ftf:
+                decision = self._ftf_leximin_packed(problem, table, outcome)
         if ftf and remaining:
             iso = isolated_throughput(problem)
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
         return _packed_allocation(throughputs, job_ids, problem.gpu_types, decision.solo,
                                   decision.first, decision.second, decision.gpu,
                                   decision.fraction)
+
+    def _ftf_leximin(self, problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
+        """FTF_LEXIMIN for the unpacked policy (its ratios ignore priority weights, as Gavel's
+        unpacked policy does)."""
+        isolated = isolated_finish_time(problem)
+        rho = float(np.max(finish_time_ratios(problem, X, isolated)))
+        need = ftf_need(problem, rho, isolated, weighted=False)
+        levelled = dataclasses.replace(problem, weight=level_weights(problem, need))
+        result = solve(levelled, "water_filling", self.solver)
+        if result.X is None or not result.status.has_solution:
+            return X
+        ratio = np.max(finish_time_ratios(problem, result.X, isolated))
+        return result.X if ratio <= rho * (1 + 1e-6) else X
+
+    def _ftf_leximin_packed(self, problem: ThroughputProblem, table: PairTable, outcome):
+        """FTF_LEXIMIN for the packed policy: water filling with space sharing."""
+        rho = float(outcome.objective)
+        need = ftf_need(problem, rho, isolated_finish(problem), weighted=True)
+        levelled = dataclasses.replace(problem, weight=level_weights(problem, need))
+        policy = WaterFillingPacked()
+        result = policy.solve_with_table(levelled, table, policy.parse_options({}),
+                                         Solver(self.solver or policy.default_solver))
+        if not result.status.has_solution:
+            return outcome.decision
+        ratio = finish_time_ratios_packed(problem, result.decision.steps(problem)).max()
+        return result.decision if ratio <= rho * (1 + 1e-6) else outcome.decision
 
     def _gandiva_round(self, job_ids: list, problem: ThroughputProblem, table: PairTable):
         """One round of Gandiva's random packing (`baselines.gandiva`) as solo time and pairs

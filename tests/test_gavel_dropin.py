@@ -19,7 +19,9 @@ import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
-from schedopt.gavel import PACKED, SIGNATURES, SPEED_BLIND, UNSUPPORTED, get_policy, spread_over_types
+from schedopt.gavel import (FTF_LEXIMIN, PACKED, SIGNATURES, SPEED_BLIND, UNSUPPORTED, get_policy,
+                            spread_over_types)
+from schedopt.policies.gavel.lp import finish_time_ratios
 from schedopt.policies.packed.master import PairTable
 from test_packed_targets import FullLP, leximin_by_brute_force
 
@@ -220,6 +222,9 @@ def test_fake_scheduler_gets_schedopts_allocation_for_every_name(name):
         weight = state["T"] / (1.0 if name == "max_sum_throughput_perf"
                                else np.asarray(p.cost_per_hour)[None, :])
         assert (weight * X).sum() == pytest.approx((weight * expected).sum(), rel=1e-6)
+    elif name in FTF_LEXIMIN:  # the leximin optimum: the same largest ratio, none above it
+        ratios = finish_time_ratios(p, X)
+        assert ratios.max() == pytest.approx(finish_time_ratios(p, expected).max(), rel=1e-6)
     else:
         np.testing.assert_allclose(X, expected, atol=1e-9)
 

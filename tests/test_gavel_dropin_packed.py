@@ -4,14 +4,18 @@ random pairing and AlloX's matching."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
 
-from schedopt.gavel import get_policy
+import gavel_reference as ref
+from schedopt.gavel import ftf_need, get_policy, level_weights
+from schedopt.policies.gavel.lp import finish_time_ratios, isolated_finish_time
 from schedopt.policies.baselines.gandiva import equal_split
-from schedopt.policies.packed.finish_fairness import finish_time_ratios_packed
+from schedopt.policies.packed.finish_fairness import finish_time_ratios_packed, isolated_finish
+from schedopt.policies.packed.master import PairTable
 from test_gavel_dropin import (TYPES, FakeGavelScheduler, JobId, JobPair, as_matrix,
                                hand_table, packed_state, problem_of, read_back)
 from test_packed_finish_time import cvxpy_packed_ftf
@@ -225,3 +229,28 @@ def test_packed_max_min_returns_the_leximin_optimum_of_its_lp(seed):
     best = -FullLP(p, table).maximize(unit, np.zeros(M), np.ones(M, dtype=bool)).fun
     assert levels.min() == pytest.approx(best, rel=1e-6)  # an optimum of the max-min LP
     np.testing.assert_allclose(levels, leximin_by_brute_force(p, table), rtol=1e-6)
+
+
+def test_ftf_perf_returns_the_leximin_of_the_needs_at_the_optimal_ratio():
+    """Levels steps_m / need_m(rho*) against a brute-force leximin (test_packed_targets), for
+    the unpacked policy (no pairs) and the packed one (Gavel's pairs)."""
+    state = packed_state(3)
+    p = problem_of(state)
+    X = as_matrix(FakeGavelScheduler(get_policy("finish_time_fairness_perf"),
+                                     {**state, "pairs": {}}).compute_allocation(), state["ids"])
+    unit = dataclasses.replace(p, weight=np.ones(p.num_jobs))
+    rho = finish_time_ratios(unit, X).max()
+    assert rho == pytest.approx(ref.finish_time_fairness(unit).value, rel=1e-5)
+    need = ftf_need(unit, rho, isolated_finish_time(unit), weighted=False)
+    levelled = dataclasses.replace(unit, weight=level_weights(unit, need))
+    expected = leximin_by_brute_force(levelled, PairTable.none(p.num_jobs, p.num_types))
+    np.testing.assert_allclose((state["T"] * X).sum(1) / need, expected, rtol=1e-5)
+    allocation = FakeGavelScheduler(get_policy("finish_time_fairness_packed"),
+                                    state).compute_allocation()
+    steps = read_back(state, allocation, p)
+    rho = finish_time_ratios_packed(p, steps).max()
+    assert rho == pytest.approx(cvxpy_packed_ftf(p, state), rel=1e-5)
+    need = ftf_need(p, rho, isolated_finish(p), weighted=True)
+    levelled = dataclasses.replace(p, weight=level_weights(p, need))
+    np.testing.assert_allclose(steps / need, leximin_by_brute_force(levelled, hand_table(state)),
+                               rtol=1e-5)

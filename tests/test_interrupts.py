@@ -107,13 +107,21 @@ def test_simulate_jobs_csv_is_whole_or_absent(tmp_path, trial_count):
 
 ENTRY_WITH = """
 import signal, sys
+import click
 import schedopt.cli.main as cli_main
 from schedopt.cli import interrupts
 
+@click.command()
 def command():
-    interrupts.wrote("{written}")
+    interrupts.wrote("a.csv")
     {action}
 
+def parsing_interrupted(*args, **kwargs):
+    interrupts.wrote("a.csv")
+    raise KeyboardInterrupt
+
+if {while_parsing}:
+    command.make_context = parsing_interrupted
 cli_main.main = command
 from schedopt.cli.entry import run
 run()
@@ -122,6 +130,7 @@ run()
 
 @pytest.mark.parametrize("action, code, line", [
     ("raise KeyboardInterrupt", 130, "interrupted (Ctrl-C): wrote a.csv"),
+    ("while parsing", 130, "interrupted (Ctrl-C): wrote a.csv"),
     ("raise interrupts.Terminated()", 143, "interrupted (SIGTERM): wrote a.csv"),
     ("exec('raise KeyboardInterrupt')", 130, "interrupted (Ctrl-C): wrote a.csv"),
     ("signal.raise_signal(signal.SIGINT)", 130, "interrupted (Ctrl-C): wrote a.csv"),
@@ -130,8 +139,10 @@ run()
 ])
 def test_console_script_exit_status(action, code, line):
     """The console script's exit status is exactly 130/143 after an interrupt (never death by
-    the signal itself), names what was written, and leaves other exit codes alone."""
-    script = ENTRY_WITH.format(written="a.csv", action=action)
+    the signal itself, nor click's "Aborted!" when the interrupt comes while click parses the
+    arguments), names what was written, and leaves other exit codes alone."""
+    parsing = action == "while parsing"
+    script = ENTRY_WITH.format(action="pass" if parsing else action, while_parsing=parsing)
     process = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                              timeout=120)
     assert process.returncode == code, process.stderr

@@ -6,6 +6,9 @@ interpreter's shutdown cannot be killed half-way either."""
 from __future__ import annotations
 
 import signal
+import sys
+
+import click
 
 from schedopt.cli import interrupts
 
@@ -19,7 +22,7 @@ def run() -> None:
                 from schedopt.cli.main import main
 
                 one_line_warnings()
-                main()
+                _run_click(main)
             finally:
                 # Ignored (not default) dispositions survive the interpreter's shutdown.
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -29,3 +32,21 @@ def run() -> None:
     except SystemExit:
         interrupts.end_process_if_interrupted()
         raise
+
+
+def _run_click(group: click.Group) -> None:
+    """click's standalone mode, except that Ctrl-C anywhere (also while click parses the
+    arguments or closes the context, outside any command) is reported as an interrupt rather
+    than click's own "Aborted!" and exit code 1."""
+    try:
+        code = group.main(standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            raise exc.__cause__ from None
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    # Without standalone mode click returns the command's value, or the code of ctx.exit(code).
+    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)

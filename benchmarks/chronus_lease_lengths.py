@@ -11,14 +11,15 @@ Each trace is replayed with `schedopt.simulation.lease_sim.simulate_leases` unde
 (default options: a 32 h window, leases planned one by one near now and in coarser slots
 farther, the resume overhead counted once per run of consecutive leases; --overhead-per lease
 counts it in every lease, as Chronus's artifact does), edf and srtf, resume overhead 30 s, lease
-MILP limit --time-limit s. Columns: SLO
+MILP limit --time-limit s; GPUs idle between boundaries go to waiting jobs at once
+(--work-conserving off: they wait for the next boundary). Columns: SLO
 miss ratio of each scheduler; `adm` SLO jobs Chronus admitted (at any time) and `adm miss`
 how many of them missed their deadline; `milp s` mean and max seconds of a Chronus decision
 at a boundary (admission + lease MILP + fill); `ok` whether chronus <= min(edf, srtf).
 
     python benchmarks/chronus_lease_lengths.py [--csv PATH] [--seeds 0,1] [--factors 1.3,2,3]
         [--leases 60,300,1200] [--jobs 200] [--gpus 32] [--burst 4] [--time-limit 1]
-        [--overhead-per run|lease]
+        [--overhead-per run|lease] [--work-conserving on|off]
 """
 
 from __future__ import annotations
@@ -57,9 +58,11 @@ def burst_csv(csv: Path, seed: int, jobs: int, stride: int, burst: float, gpus: 
     return path
 
 
-def run(trace, lease: float, time_limit: float, overhead_per: str = "run") -> dict:
+def run(trace, lease: float, time_limit: float, overhead_per: str = "run",
+        conserving: bool = True) -> dict:
     settings = LeaseSettings(lease_seconds=lease, resume_overhead_s=OVERHEAD,
-                             time_limit=time_limit, resume_overhead_per=overhead_per)
+                             time_limit=time_limit, resume_overhead_per=overhead_per,
+                             work_conserving=conserving)
     config = LeaseSimulationConfig(settings)
     row = {}
     for scheduler in ("chronus", "edf", "srtf"):
@@ -88,6 +91,7 @@ def main() -> None:
     parser.add_argument("--slo-fraction", type=float, default=0.7)
     parser.add_argument("--time-limit", type=float, default=1.0)
     parser.add_argument("--overhead-per", choices=("run", "lease"), default="run")
+    parser.add_argument("--work-conserving", choices=("on", "off"), default="on")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     factors = [float(f) for f in args.factors.split(",")]
@@ -103,7 +107,8 @@ def main() -> None:
                                               slo_fraction=args.slo_fraction,
                                               seed=seed).instance
                 for lease in leases:
-                    row = run(trace, lease, args.time_limit, args.overhead_per)
+                    row = run(trace, lease, args.time_limit, args.overhead_per,
+                              args.work_conserving == "on")
                     rows.append({"seed": seed, "factor": factor, "lease s": lease, **row})
                     print(_line(rows[-1]), flush=True)
     table = pd.DataFrame(rows)

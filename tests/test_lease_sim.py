@@ -28,8 +28,11 @@ def trace(jobs, gpus=4, per_node=4):
 
 
 def config(**settings):
+    """Decisions at boundaries only (the hand-worked runs below); between boundaries:
+    tests/test_work_conserving.py."""
     return LeaseSimulationConfig(LeaseSettings(**{"lease_seconds": 100.0,
-                                                  "resume_overhead_s": 10.0, **settings}))
+                                                  "resume_overhead_s": 10.0,
+                                                  "work_conserving": False, **settings}))
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)

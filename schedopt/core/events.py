@@ -133,7 +133,15 @@ class LeaseBoundary:
     memory, a dict the policy keeps its own state in, the same object at every boundary of one
     run (empty at the first). A checkpoint of the run writes it and a resumed run starts from
     the copy read back, so it holds only plain values: numbers, strings, None, numpy arrays
-    (float, int, bool), lists, tuples and dicts of them."""
+    (float, int, bool), lists, tuples and dicts of them.
+
+    until (s): None at a lease boundary. Set, this is a decision between two boundaries of a
+    work-conserving run (the policy's `work_conserving` option): `now` is when GPUs became
+    idle or a job arrived, `until` the next boundary, `capacity` the GPUs idle until then (no
+    job holds them and no reservation needs them before `until`), and the jobs are those
+    waiting; the jobs chosen hold GPUs from `now` to `until` (paying the resume overhead) and
+    are decided again at the boundary. Nothing is admitted between boundaries: `arrived` marks
+    the jobs the next boundary will see as new."""
 
     ids: np.ndarray
     arrival: np.ndarray
@@ -147,13 +155,14 @@ class LeaseBoundary:
     arrived: np.ndarray | None = None
     run_index: np.ndarray | None = None
     memory: dict | None = None
+    until: float | None = None
 
     def __init__(self, ids, arrival, deadline, jobs, capacity, gpu_type, now, lease_seconds,
-                 held=None, arrived=None, run_index=None, memory=None):
+                 held=None, arrived=None, run_index=None, memory=None, until=None):
         self.__dict__.update(ids=ids, arrival=arrival, deadline=deadline, jobs=jobs,
                              capacity=capacity, gpu_type=gpu_type, now=now,
                              lease_seconds=lease_seconds, held=held, arrived=arrived,
-                             run_index=run_index, memory=memory)  # see `_made`
+                             run_index=run_index, memory=memory, until=until)  # see `_made`
 
     def problem(self) -> EventProblem:
         """This boundary as the problem a LEASES policy solves (`arrays`)."""

@@ -2,11 +2,19 @@
 homogeneous GPU pool.
 
 Time is cut into leases of `lease_seconds` (a policy option) starting at t = 0 of the trace
-clock. Decisions are taken only at lease boundaries: a job arriving mid-lease waits for the next
-boundary, and the GPUs of a job finishing mid-lease stay idle until then (they are leased). A
-job that starts or resumes loses `resume_overhead_s` of its lease; one that keeps its GPUs from
-the previous lease does not. A *preemption* is an unfinished job that held GPUs in the previous
-lease and does not in this one.
+clock. Decisions are taken at lease boundaries. With the policy's `work_conserving` option (on
+by default for chronus, edf and srtf), GPUs idle between two boundaries are not wasted: when a
+job arrives or finishes mid-lease while GPUs are idle and a job waits, the policy is asked again
+(`LeaseBoundary.until`) which waiting jobs take the idle GPUs until the next boundary, where
+every job is decided again. Idle GPUs are those no job holds, so an admitted job's reservation
+(a lease in which it holds GPUs from the boundary on) is never touched. Without it, a job
+arriving mid-lease waits for the next boundary and the GPUs of a job finishing mid-lease stay
+idle until then (leased). A job that starts or resumes loses `resume_overhead_s` (s) of running
+(a start between boundaries is made only while more than that is left of the lease); one that
+keeps its GPUs from the previous lease does not. A *preemption* is an unfinished job that held
+GPUs in the previous lease and does not in this one. The `leases` frame has one row per
+boundary: GPUs held (work-conserving: GPU-seconds held in the lease / lease_seconds) and the
+jobs started between it and the next (`started_between`).
 
 Only one GPU type is used: the policy's `gpu_type` option, by default the type with the most
 GPUs. A job runs `remaining_steps / throughput[gpu_type]` seconds on `scale_factor` GPUs, rounded
@@ -161,32 +169,57 @@ def run_leases(trace: Instance, policy: Policy, options: Any, name: str,
 def _boundary(policy: Policy, options: Any, solver: Solver, data: LeaseInstance,
               state: LeaseState, settings: LeaseSettings, config: SimulationConfig,
               deadline: np.ndarray, lease: int, rows: list[tuple]) -> tuple[int, int]:
-    """The boundary at lease `lease` (or the first one after it where a job is there): the
-    policy's decision and the lease it runs. Returns (the next lease, jobs finished)."""
+    """The boundary at lease `lease` (or the first one after it where a job is there; in a
+    work-conserving run the lease in which the next job arrives): the policy's decision and
+    the lease it runs. Returns (the next lease, jobs finished)."""
     L = settings.lease_seconds
+    conserving = bool(getattr(options, "work_conserving", False))
     now = lease * L
     unfinished = np.isnan(state.completion)
     arrived = unfinished & (data.arrival <= now + EPS_S)
     if not arrived.any():
-        lease = int(np.ceil((data.arrival[unfinished].min() - EPS_S) / L))
+        first = data.arrival[unfinished].min()
+        lease = int(np.floor(first / L) if conserving else np.ceil((first - EPS_S) / L))
         now = lease * L
         arrived = unfinished & (data.arrival <= now + EPS_S)
     if lease > config.max_leases:
         raise SchedoptError(f"the run passed {config.max_leases} leases; raise max_leases")
     active = np.flatnonzero(arrived)
-    new = ~state.seen[active]
-    state.seen[active] = True
-    jobs = data.lease_jobs(active, state.remaining)
-    boundary = LeaseBoundary(data.ids[active], data.arrival[active], deadline[active], jobs,
-                             int(data.capacity), data.gpu_type, float(now), float(L),
-                             state.ran_before[active], new, active, state.memory)
-    clock = time.perf_counter()
-    running, gap, fallback = _step(policy, options, solver, boundary, state, active)
-    decide_s = time.perf_counter() - clock
-    finished = _run_lease(state, active, running, now, settings)
-    rows.append((now, int(running.sum()), int(jobs.gpus[running].sum()), decide_s, gap,
-                 fallback))
+    running, gap, fallback, decide_s = np.zeros(0, dtype=bool), None, None, 0.0
+    if active.size:
+        new = ~state.seen[active]
+        state.seen[active] = True
+        jobs = data.lease_jobs(active, state.remaining)
+        boundary = LeaseBoundary(data.ids[active], data.arrival[active], deadline[active], jobs,
+                                 int(data.capacity), data.gpu_type, float(now), float(L),
+                                 state.ran_before[active], new, active, state.memory)
+        clock = time.perf_counter()
+        running, gap, fallback = _step(policy, options, solver, boundary, state, active)
+        decide_s = time.perf_counter() - clock
+    if conserving:
+        finished, held, between = _run_lease_conserving(policy, options, solver, data, state,
+                                                        deadline, active, running, now,
+                                                        settings)
+        rows.append((now, int(running.sum()), held, decide_s, gap, fallback, between))
+    else:
+        finished = _run_lease(state, active, running, now, settings)
+        rows.append((now, int(running.sum()), int(data.gpus[active[running]].sum()), decide_s,
+                     gap, fallback, 0))
     return lease + 1, finished
+
+
+def _running_mask(policy: Policy, outcome, boundary: LeaseBoundary) -> np.ndarray:
+    """(n,) bool over the boundary's jobs: those the outcome's LeasePlan gives GPUs."""
+    plan = outcome.decision
+    if not isinstance(plan, LeasePlan):
+        raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.LEASES.value}) "
+                            f"returned {type(plan).__name__}, expected a LeasePlan")
+    X = outcome.allocation
+    if isinstance(plan, LeaseMask) and plan.boundary is boundary:
+        return plan.mask
+    if X is not None and X.shape[0] == boundary.jobs.num_jobs:
+        return X.any(axis=1)  # a LEASES allocation marks the jobs holding GPUs next lease
+    return np.isin(boundary.ids, np.asarray(plan.running, dtype=object))
 
 
 def _step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,
@@ -194,18 +227,8 @@ def _step(policy: Policy, options: Any, solver: Solver, boundary: LeaseBoundary,
     """The policy's decision through its contract: (running mask, MILP gap, fallback used);
     the jobs it admitted and demoted are recorded in `state`."""
     outcome = policy.solve(boundary.problem(), options, solver)
-    plan = outcome.decision
-    if not isinstance(plan, LeasePlan):
-        raise SchedoptError(f"policy {policy.name} (decision {DecisionKind.LEASES.value}) "
-                            f"returned {type(plan).__name__}, expected a LeasePlan")
-    X = outcome.allocation
-    if isinstance(plan, LeaseMask) and plan.boundary is boundary:
-        running = plan.mask
-    elif X is not None and X.shape[0] == boundary.jobs.num_jobs:
-        running = X.any(axis=1)  # a LEASES allocation marks the jobs holding GPUs next lease
-    else:
-        running = np.isin(boundary.ids, np.asarray(plan.running, dtype=object))
-    details = outcome.details
+    running = _running_mask(policy, outcome, boundary)
+    plan, details = outcome.decision, outcome.details
     state.admitted[active] = _marked(boundary.ids, plan.admitted)
     demoted = details.get("demoted")
     if demoted:
@@ -220,24 +243,127 @@ def _marked(ids: np.ndarray, listed) -> np.ndarray:
     return np.isin(ids, np.asarray(listed, dtype=object))
 
 
-def _run_lease(state: LeaseState, active: np.ndarray, running: np.ndarray, now: float,
-               settings: LeaseSettings) -> int:
-    """Advance the `running` jobs (mask over `active`) through one lease; returns how many
-    finished."""
+def _start(state: LeaseState, active: np.ndarray, running: np.ndarray,
+           settings: LeaseSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The boundary's preemptions and starts recorded: (jobs holding GPUs in the lease, the
+    resume overhead (s) each pays in it)."""
     run = active[running]
     idle = active[~running]
     state.preemptions[idle[state.ran_before[idle]]] += 1
     state.ran_before[idle] = False
     overhead = np.where(state.ran_before[run], 0.0, settings.resume_overhead_s)
     state.starts[run] += ~state.ran_before[run]
+    return run, overhead
+
+
+def _run_lease(state: LeaseState, active: np.ndarray, running: np.ndarray, now: float,
+               settings: LeaseSettings) -> int:
+    """Advance the `running` jobs (mask over `active`) through one lease; returns how many
+    finished."""
+    run, overhead = _start(state, active, running, settings)
     useful = settings.lease_seconds - overhead
+    return _advance(state, run, useful, now + overhead)
+
+
+def _advance(state: LeaseState, run: np.ndarray, useful: np.ndarray,
+             working_from: np.ndarray) -> int:
+    """The jobs `run` have `useful` seconds of running from `working_from` (s) until the
+    lease ends: those that finish get their completion time, the others' work left shrinks.
+    Returns how many finished."""
     done = state.remaining[run] <= useful + EPS_S
-    state.completion[run[done]] = now + overhead[done] + state.remaining[run[done]]
+    state.completion[run[done]] = working_from[done] + state.remaining[run[done]]
     state.remaining[run] = np.maximum(state.remaining[run] - useful, 0.0)
     state.ran_before[run] = ~done
     return int(done.sum())
 
 
+def _run_lease_conserving(policy: Policy, options: Any, solver: Solver, data: LeaseInstance,
+                          state: LeaseState, deadline: np.ndarray, active: np.ndarray,
+                          running: np.ndarray, now: float,
+                          settings: LeaseSettings) -> tuple[int, float, int]:
+    """One lease of a work-conserving run: the boundary's jobs run as in `_run_lease`; each
+    time a job finishes or arrives in the lease while GPUs are idle and a job waits, the
+    policy decides who takes them until the boundary (`LeaseBoundary.until`); such a start
+    pays the resume overhead and is made only while more than the overhead is left of the
+    lease. The idle GPUs are those no job holds: an admitted job's reservation in this lease
+    is a job holding GPUs from the boundary on. Returns (jobs finished, GPU-seconds held /
+    lease_seconds, jobs started between the boundaries)."""
+    L, o = settings.lease_seconds, settings.resume_overhead_s
+    end = now + L
+    run, overhead = _start(state, active, running, settings)
+    begin = np.full(run.size, float(now))
+    working_from = now + overhead
+    useful = L - overhead
+    gpus = data.gpus
+    free = int(data.capacity) - int(gpus[run].sum())
+    later = np.flatnonzero(np.isnan(state.completion) & (data.arrival > now + EPS_S)
+                           & (data.arrival < end - o - EPS_S))
+    later = later[np.argsort(data.arrival[later], kind="stable")]
+    pool = np.concatenate([active[~running], later])  # who may start between the boundaries
+    t, started, seen_later, held_s = float(now), 0, 0, 0.0
+    while pool.size:
+        finish = working_from + state.remaining[run]
+        ahead = finish[(finish > t + EPS_S) & (finish < end - o - EPS_S)]
+        t_next = float(ahead.min()) if ahead.size else np.inf
+        if seen_later < later.size:
+            t_next = min(t_next, float(data.arrival[later[seen_later]]))
+        if not t_next < end - o - EPS_S:
+            break
+        t = t_next
+        while seen_later < later.size and data.arrival[later[seen_later]] <= t + EPS_S:
+            seen_later += 1
+        done = finish <= t + EPS_S
+        if done.any():  # finished: their GPUs are free from now on
+            state.completion[run[done]] = finish[done]
+            state.remaining[run[done]] = 0.0
+            state.ran_before[run[done]] = False
+            free += int(gpus[run[done]].sum())
+            held_s += float(np.sum(gpus[run[done]] * (finish[done] - begin[done])))
+            keep = ~done
+            run, begin, working_from, useful, finish = (run[keep], begin[keep],
+                                                        working_from[keep], useful[keep],
+                                                        finish[keep])
+        waiting = pool[(data.arrival[pool] <= t + EPS_S) & np.isnan(state.completion[pool])]
+        waiting = waiting[~np.isin(waiting, run)]
+        if not waiting.size or free < int(gpus[waiting].min()):
+            continue
+        chosen = _between_step(policy, options, solver, data, state, deadline, waiting, free,
+                               t, end, L)
+        if not chosen.size:
+            continue
+        free -= int(gpus[chosen].sum())
+        state.starts[chosen] += 1
+        started += chosen.size
+        run = np.concatenate([run, chosen])
+        begin = np.concatenate([begin, np.full(chosen.size, t)])
+        working_from = np.concatenate([working_from, np.full(chosen.size, t + o)])
+        useful = np.concatenate([useful, np.full(chosen.size, (end - t) - o)])
+    held_s += float(np.sum(gpus[run] * (np.minimum(working_from + state.remaining[run], end)
+                                         - begin)))
+    _advance(state, run, useful, working_from)
+    # every job of the lease was unfinished at its start
+    finished = np.count_nonzero(~np.isnan(state.completion[active])) \
+        + np.count_nonzero(~np.isnan(state.completion[later]))
+    return int(finished), held_s / L, started
+
+
+def _between_step(policy: Policy, options: Any, solver: Solver, data: LeaseInstance,
+                  state: LeaseState, deadline: np.ndarray, waiting: np.ndarray, free: int,
+                  now: float, until: float, lease_seconds: float) -> np.ndarray:
+    """The `waiting` jobs (indices) the policy starts at `now` on the `free` idle GPUs, until
+    the boundary at `until` (s); nothing else of its decision is kept."""
+    jobs = data.lease_jobs(waiting, state.remaining)
+    boundary = LeaseBoundary(data.ids[waiting], data.arrival[waiting], deadline[waiting], jobs,
+                             int(free), data.gpu_type, float(now), float(lease_seconds),
+                             np.zeros(waiting.size, dtype=bool), ~state.seen[waiting], waiting,
+                             state.memory, float(until))
+    chosen = waiting[_running_mask(policy, policy.solve(boundary.problem(), options, solver),
+                                   boundary)]
+    if int(data.gpus[chosen].sum()) > free:
+        raise SchedoptError(f"policy {policy.name} started jobs needing "
+                            f"{int(data.gpus[chosen].sum())} GPUs on the {free} idle between "
+                            f"boundaries at t={now:.0f} s")
+    return chosen
 def _result(name: str, policy: Policy, options: Any, config: SimulationConfig,
             data: LeaseInstance, state: LeaseState, rows: list[tuple],
             lease_seconds: float) -> SimulationResult:
@@ -261,7 +387,7 @@ def _result(name: str, policy: Policy, options: Any, config: SimulationConfig,
         "starts": state.starts, "preemptions": state.preemptions,
     }).set_index("job")
     leases = pd.DataFrame(rows, columns=["start_s", "jobs_running", "gpus_held", "decide_s",
-                                         "milp_gap", "used_fallback"])
+                                         "milp_gap", "used_fallback", "started_between"])
     summary = lease_summary(frame, leases, data.gpu_type, data.capacity, lease_seconds)
     return SimulationResult(name, frame, summary, None, config, DecisionKind.LEASES,
                             leases=leases, options=options)

@@ -31,15 +31,19 @@ from schedopt.policies.chronus.boundary import LeaseInstance, LeaseSettings, fil
 @dataclass(frozen=True)
 class LeaseOptions:
     """lease_seconds, resume_overhead_s: seconds; gpu_type: the pool (None: the type with the
-    most GPUs); round_up: round GPU counts up to 1, 2, 4, 8n for consolidation."""
+    most GPUs); round_up: round GPU counts up to 1, 2, 4, 8n for consolidation;
+    work_conserving: in a simulation, GPUs idle between boundaries go at once to waiting jobs
+    in the rule's order, until the next boundary."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
     gpu_type: str | None = None
     round_up: bool = True
+    work_conserving: bool = True
 
     def __post_init__(self):
-        LeaseSettings(self.lease_seconds, self.resume_overhead_s)  # PolicyError when invalid
+        LeaseSettings(self.lease_seconds, self.resume_overhead_s,
+                      work_conserving=self.work_conserving)  # PolicyError when invalid
 
 
 def boundary_of(instance, options: LeaseOptions) -> LeaseBoundary:

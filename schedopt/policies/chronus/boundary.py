@@ -164,7 +164,9 @@ class LeaseSettings:
     resume_overhead_per: "run" counts the resume overhead once per run of consecutive leases a
     job holds (as the simulator charges it; a job that held its GPUs in the lease before now
     and keeps them pays nothing), "lease" in every lease (Chronus's artifact: conservative,
-    far from exact at short leases; run_through applies only there)."""
+    far from exact at short leases; run_through applies only there); work_conserving: in a
+    simulation, GPUs idle between boundaries (a job finished, none was planned) go at once to
+    waiting jobs, arrivals included, until the next boundary (`LeaseBoundary.until`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -176,8 +178,12 @@ class LeaseSettings:
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
     run_through: bool | None = None
     resume_overhead_per: str = "run"
+    work_conserving: bool = True
 
     def __post_init__(self):
+        if not isinstance(self.work_conserving, (bool, np.bool_)):
+            raise PolicyError(f"work_conserving must be true or false, got "
+                              f"{self.work_conserving!r}")
         for name in ("lease_seconds", "resume_overhead_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \

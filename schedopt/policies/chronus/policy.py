@@ -28,6 +28,7 @@ from schedopt.policies.chronus.boundary import (
     LeaseSettings,
     admit_arrivals,
     demote_hopeless,
+    fill_in_order,
     lease_grid,
     plan_boundary,
     slot_leases,
@@ -48,7 +49,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS,
                    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING,
                    run_through: bool | None = None,
-                   resume_overhead_per: str = "run") -> Outcome:
+                   resume_overhead_per: str = "run", work_conserving: bool = True) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -59,6 +60,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     `lease_seconds`, `gpu_type`, `gpus` (pool size), `sigma` (as used), `gap`,
     `used_fallback`, `milp_seconds`. solver: the Solver session every lease MILP runs on (a
     backend name builds one with `options`); its time limit defaults to 5 s per lease MILP.
+    work_conserving concerns the time between boundaries of a simulation (nothing here).
     """
     clock = time.perf_counter()
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
@@ -191,6 +193,33 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
     return outcome
 
 
+def chronus_between(boundary: LeaseBoundary) -> Outcome:
+    """Chronus between two boundaries (`LeaseBoundary.until` set): the idle GPUs go to the
+    waiting jobs, admitted ones first (earliest deadline first), then the others by shortest
+    remaining service (GPU-seconds), as the boundary's fill orders them; a job that does not
+    fit is skipped. No admission, no MILP: the admitted jobs' reservations are untouched (the
+    GPUs are idle until the next boundary, and a job that runs early only needs less later)."""
+    clock = time.perf_counter()
+    jobs, n = boundary.jobs, boundary.jobs.num_jobs
+    memory = boundary.memory or {}
+    admitted = np.zeros(n, dtype=bool)
+    ever = memory.get("admitted")
+    if ever is not None and boundary.run_index is not None:
+        inside = boundary.run_index < ever.size
+        admitted[inside] = ever[boundary.run_index[inside]]
+    service = jobs.remaining_s * jobs.gpus
+    order = np.lexsort((service, np.where(admitted, boundary.deadline, np.inf), ~admitted))
+    running = np.zeros(n, dtype=bool)
+    running[fill_in_order(jobs.gpus, order, boundary.capacity)] = True
+    ids = boundary.ids
+    outcome = Outcome.from_status(running[:, None].astype(float), Status.FEASIBLE, None, None,
+                                  time.perf_counter() - clock, "chronus", {})
+    outcome.decision = LeasePlan({ids[i]: [0] for i in np.flatnonzero(running)},
+                                 ids[running].tolist(), [], [], boundary.lease_seconds,
+                                 boundary.gpu_type)
+    return outcome
+
+
 def _outcome(X: np.ndarray, plan, details: dict, session: Solver, clock: float) -> Outcome:
     """The Outcome of a boundary's plan (a `ChronusPlan` or `PoolPlan`; None: no SLO job could
     be planned, optimal with objective 0)."""
@@ -233,11 +262,13 @@ class ChronusOptions:
     horizon_leases leases planned in slots of 2, 4, 8... leases; slots_per_doubling: slots of
     one width before the width doubles; sigma: weight of the GPUs of SLO jobs in the next
     lease, or "adaptive"; run_through: plan a job that can only meet its deadline by running
-    every lease from now (None: when the resume overhead is >= 5% of a lease); gpu_type: the pool (None: the type with the most GPUs; "all":
-    every type, the lease MILP choosing each job's type by its steps/s there);
+    every lease from now (None: when the resume overhead is >= 5% of a lease); gpu_type: the
+    pool (None: the type with the most GPUs; "all": every type, the lease MILP choosing each
+    job's type by its steps/s there);
     round_up: round GPU counts up to 1, 2, 4, 8n; resume_overhead_per: "run" counts the resume
     overhead once per run of consecutive leases a job holds, as a simulation charges it,
-    "lease" in every lease (conservative; see `LeaseSettings`)."""
+    "lease" in every lease (conservative; see `LeaseSettings`); work_conserving: in a simulation,
+    GPUs idle between boundaries go at once to waiting jobs (`chronus_between`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -249,6 +280,7 @@ class ChronusOptions:
     slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING
     run_through: bool | None = None
     resume_overhead_per: str = "run"
+    work_conserving: bool = True
 
 
 class Chronus(Policy):
@@ -278,6 +310,8 @@ class Chronus(Policy):
 
     def solve(self, problem, options: ChronusOptions, solver) -> Outcome:
         boundary = event_of(problem, LeaseBoundary)
+        if boundary is not None and boundary.until is not None:
+            return chronus_between(boundary)
         if boundary is not None:
             return chronus_online(boundary, options, solver)
         outcome = chronus_policy(problem.instance, solver, **dataclasses.asdict(options))

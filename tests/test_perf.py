@@ -340,9 +340,12 @@ def test_perf_build_and_study_from_files(tmp_path):
                             "--seeds", "1", "--ranks", "2", "--lambdas", "0.1", "--ensemble", "3",
                             "--plot", tmp_path / "s.png", "--no-progress")
     assert code == 0, err
-    assert stdout.splitlines()[0].split() == ["target", "hidden", "entries", "unfilled", "MRE", "MRE",
-                                              "range", "median", "p90", "within", "2", "sd"]
-    assert len(stdout.splitlines()) == 4 and (tmp_path / "s.png").exists()
+    assert stdout.splitlines()[0].split() == ["target", "hidden", "method", "entries", "unfilled", "MRE",
+                                              "MRE", "range", "median", "p90", "worst", "p90", "within",
+                                              "2", "sd", "less", "error", "than", "als"]
+    # two fractions x two methods (als, ensemble) under a header and a rule
+    assert len(stdout.splitlines()) == 6 and (tmp_path / "s.png").exists()
+    assert [line.split()[2] for line in stdout.splitlines()[2:]] == ["als", "ensemble"] * 2
     code, stdout, _ = run("perf", "study", tmp_path / "lr.json", "--fractions", "0.5", "--seeds",
                           "1", "--target", "isolated", "--ensemble", "0", "--json")
     rows = json.loads(stdout)

@@ -76,7 +76,8 @@ def _fit_cells(model: PerformanceModel, X: np.ndarray, weight: np.ndarray, cols:
     gpu = model.column_gpu[used]
     _, gpu = np.unique(gpu, return_inverse=True)
     sub = np.ix_(rows, used)
-    fit = fit_log_factors(X[sub], weight[sub], gpu.ravel(), int(gpu.max()) + 1, rank, lam, seed=seed)
+    fit = fit_log_factors(X[sub], weight[sub], gpu.ravel(), int(gpu.max()) + 1, rank, lam, seed=seed,
+                          tol=1e-5)
     out[sub] = fit.pred
     return out
 

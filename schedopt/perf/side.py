@@ -75,8 +75,7 @@ def pair_groups(info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray) 
     """Group keys of pair cells (job type a with partner b on GPU type g; row indices)."""
     fam = _ids(info.family)
     fa, fb = fam[a], fam[b]
-    return [_codes(a, g), _codes(b, g), _codes(np.minimum(a, b), np.maximum(a, b)), _codes(a, b),
-            _codes(a, fb, g), _codes(fa, b, g), _codes(fa, fb, g), _codes(a, fb), _codes(fa, b),
+    return [_codes(a, g), _codes(b, g), _codes(a, fb, g), _codes(fa, b, g), _codes(fa, fb, g),
             _codes(g)]
 
 

@@ -13,6 +13,11 @@ share of hidden cells whose measurement lies within 2 uncertainties of the estim
 space (|log(estimate / measured)| <= 2 x uncertainty), i.e. how honest the uncertainty is.
 Isolated and pair targets are studied separately: hiding pairs leaves every isolated cell known,
 and the other way round.
+
+Methods: "als" is `complete` (the low-rank completion alone), "ensemble" is
+`schedopt.perf.predict.predict` (low-rank, per-GPU-type low-rank and side information, weighted
+by held-out folds). Every method sees the same hidden cells for a seed, so `summarize` also
+gives each method's improvement over "als" seed by seed.
 """
 
 from __future__ import annotations
@@ -25,8 +30,26 @@ from schedopt.perf.completion import complete, measurement_units
 from schedopt.perf.model import PerformanceModel
 
 TARGETS = ("pairs", "isolated")
-COLUMNS = ["target", "fraction", "seed", "hidden", "unfilled", "mre", "median", "p90", "coverage",
-           "rank", "lam", "seconds"]
+COLUMNS = ["target", "fraction", "seed", "method", "hidden", "unfilled", "mre", "median", "p90",
+           "coverage", "rank", "lam", "seconds"]
+METHODS = ("als", "ensemble")
+
+
+def seed_list(seeds) -> list[int]:
+    """Seeds from an int n (0..n-1) or an iterable of ints."""
+    if isinstance(seeds, (int, np.integer)):
+        return list(range(int(seeds)))
+    return [int(s) for s in seeds]
+
+
+def _method(name: str):
+    if name == "als":
+        return complete
+    if name == "ensemble":
+        from schedopt.perf.predict import predict
+
+        return predict
+    raise SchedoptError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
 
 
 def hide_units(model: PerformanceModel, fraction: float, target: str, seed: int, *,
@@ -62,58 +85,80 @@ def score(truth: np.ndarray, estimate: np.ndarray, uncertainty: np.ndarray | Non
 
 
 def accuracy_study(model: PerformanceModel, fractions=(0.1, 0.3, 0.5, 0.7), targets=("pairs",),
-                   seeds: int = 3, progress: bool = False, **options) -> pd.DataFrame:
-    """One row per (target, fraction, seed) with the columns of `COLUMNS` (hidden: cells
-    hidden; unfilled: hidden cells completion left missing because nothing measured was left
-    in their row or column, which the error statistics leave out; seconds: time of that
-    completion). `options` go to `complete`; seed s hides with
-    default_rng(s) and completes with seed=s. `progress`: a tqdm bar on stderr."""
+                   seeds=3, progress: bool = False, methods=("als",), **options) -> pd.DataFrame:
+    """One row per (target, fraction, seed, method) with the columns of `COLUMNS` (hidden:
+    cells hidden; unfilled: hidden cells left missing (a cold start), which the error
+    statistics leave out; seconds: time of that completion). seeds: a count n (seeds 0..n-1)
+    or a list; seed s hides with default_rng(s) and completes with seed=s. methods: names in
+    METHODS, each run on the same hidden cells. `options` go to every method. `progress`: a
+    tqdm bar on stderr."""
     import time
 
     from tqdm import tqdm
 
-    runs = [(t, f, s) for t in targets for f in fractions for s in range(seeds)]
+    fits = {name: _method(name) for name in methods}
+    runs = [(t, f, s) for t in targets for f in fractions for s in seed_list(seeds)]
     rows = []
-    for target, fraction, seed in tqdm(runs, desc="completions", unit="fit", disable=not progress):
+    bar = tqdm(total=len(runs) * len(fits), desc="completions", unit="fit", disable=not progress)
+    for target, fraction, seed in runs:
         hidden = hide_units(model, fraction, target, seed)
-        start = time.perf_counter()
-        result = complete(model.hide(hidden), seed=seed, **options)
-        seconds = time.perf_counter() - start
-        got = result.model
-        filled = hidden & np.isfinite(got.values)
-        u = None if got.uncertainty is None else got.uncertainty[filled]
-        rows.append({"target": target, "fraction": float(fraction), "seed": seed,
-                     "hidden": int(hidden.sum()), "unfilled": int((hidden & ~filled).sum()),
-                     **score(model.values[filled], got.values[filled], u),
-                     "rank": result.rank, "lam": result.lam, "seconds": seconds})
+        for name, fit in fits.items():
+            start = time.perf_counter()
+            result = fit(model.hide(hidden), seed=seed, **options)
+            seconds = time.perf_counter() - start
+            got = result.model
+            filled = hidden & np.isfinite(got.values)
+            u = None if got.uncertainty is None else got.uncertainty[filled]
+            rows.append({"target": target, "fraction": float(fraction), "seed": seed, "method": name,
+                         "hidden": int(hidden.sum()), "unfilled": int((hidden & ~filled).sum()),
+                         **score(model.values[filled], got.values[filled], u),
+                         "rank": result.rank, "lam": result.lam, "seconds": seconds})
+            bar.update()
+    bar.close()
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (target, fraction): the means over seeds of hidden, unfilled, mre, median, p90,
-    coverage, and mre_min / mre_max over seeds."""
-    grouped = frame.groupby(["target", "fraction"], sort=True)
+    """Per (target, fraction, method): the means over seeds of hidden, unfilled, mre, median,
+    p90, coverage; mre_min / mre_max and p90_max over seeds; and, where "als" ran on the same
+    seeds, `improvement`: the mean over seeds of 1 - mre / mre of "als" (0.2 = a fifth less
+    error) and `better`: on how many seeds the method's mre is below "als"'s."""
+    if "method" not in frame.columns:
+        frame = frame.assign(method="als")
+    keys = ["target", "fraction", "method"]
+    grouped = frame.groupby(keys, sort=False)
     out = grouped[["hidden", "unfilled", "mre", "median", "p90", "coverage"]].mean()
     out["mre_min"] = grouped["mre"].min()
     out["mre_max"] = grouped["mre"].max()
+    out["p90_max"] = grouped["p90"].max()
     out["seeds"] = grouped["seed"].nunique()
-    return out.reset_index()
+    out = out.reset_index()
+    als = frame[frame["method"] == "als"].set_index(["target", "fraction", "seed"])["mre"]
+    paired = frame.join(als.rename("mre_als"), on=["target", "fraction", "seed"])
+    paired["gain"] = 1 - paired["mre"] / paired["mre_als"]
+    paired["better"] = paired["mre"] < paired["mre_als"]
+    gains = paired.groupby(keys, sort=False)[["gain", "better"]].agg({"gain": "mean", "better": "sum"})
+    out = out.join(gains.rename(columns={"gain": "improvement"}), on=keys)
+    return out.sort_values(["target", "fraction"], kind="stable").reset_index(drop=True)
 
 
 def plot_study(frame: pd.DataFrame, ax=None, title: str | None = None):
     """Mean relative error (%) of the completed cells against the fraction of measured units
-    hidden, one line per target (mean over seeds, bars from the best to the worst seed), from
+    hidden, one line per target and method (mean over seeds, bars from the best to the worst seed), from
     `accuracy_study`'s frame. Returns the figure (matplotlib, Agg canvas, no pyplot)."""
     from schedopt.plots import figure_axes
 
     fig, ax = figure_axes(ax)
     summary = summarize(frame)
-    for i, target in enumerate(frame["target"].unique()):
-        rows = summary[summary["target"] == target]
+    lines = summary[["target", "method"]].drop_duplicates().itertuples(index=False)
+    for i, (target, method) in enumerate(lines):
+        rows = summary[(summary["target"] == target) & (summary["method"] == method)]
         x = rows["fraction"].to_numpy() * 100
         y = rows["mre"].to_numpy() * 100
         spread = np.vstack([y - rows["mre_min"].to_numpy() * 100, rows["mre_max"].to_numpy() * 100 - y])
         label = "co-location pairs" if target == "pairs" else "isolated (GPU types)"
+        if summary["method"].nunique() > 1:
+            label += f", {method}"
         ax.errorbar(x, y, yerr=spread, marker="o", capsize=3, color=f"C{i}", label=label)
         ax.plot(x, rows["median"].to_numpy() * 100, linestyle=":", color=f"C{i}",
                 label=f"{label}, median")

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from schedopt.errors import InstanceError, Problem
+from schedopt.instance.arrow import arrow_jobs
 from schedopt.instance.build import build_instance
 from schedopt.instance.columnar import columnar_instance
 from schedopt.instance.table import uses_tables
@@ -99,10 +100,20 @@ def parse_instance(doc: dict, source: str = "<memory>",
     if problems:
         raise InstanceError([Problem(source, format_path(path), message) for path, message in problems])
     if uses_tables(doc):
-        from schedopt.instance.tables import instance_with_tables  # pandas, only for tables
-
-        return instance_with_tables(doc, source, base)
+        return _with_tables(doc, source, base)
     return build_instance(doc, source)
+
+
+def _with_tables(doc: dict, source: str, base: str | os.PathLike | None) -> Instance:
+    """The Instance of a valid document that names table files: a plain Parquet jobs table
+    through pyarrow alone (`arrow`), anything else through the pandas reader (`tables`),
+    which also reports every bad cell."""
+    jobs = arrow_jobs(doc, base)
+    if jobs is not None:
+        return build_instance(doc, source, jobs=jobs)
+    from schedopt.instance.tables import instance_with_tables  # pandas, only for tables
+
+    return instance_with_tables(doc, source, base)
 
 
 def load_instance(path: str | os.PathLike) -> Instance:
@@ -122,9 +133,7 @@ def load_instance(path: str | os.PathLike) -> Instance:
         fast = _fast_json(raw)
         if fast is not None and passes_schema(fast) and not cross_field_problems(fast):
             if uses_tables(fast):
-                from schedopt.instance.tables import instance_with_tables
-
-                return instance_with_tables(fast, str(path), Path(path).parent)
+                return _with_tables(fast, str(path), Path(path).parent)
             return build_instance(fast, str(path))
     return parse_instance(read_document(path), str(path), Path(path).parent)
 

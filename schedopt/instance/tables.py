@@ -22,7 +22,7 @@ from schedopt.errors import InstanceError, Problem
 from schedopt.instance.build import build_instance
 from schedopt.instance.model import Instance
 from schedopt.instance.table import JobTable, is_table
-from schedopt.instance.validate import _resolve, describe, schema
+from schedopt.instance.validate import _resolve, describe, job_rule, schema
 from schedopt.instance.values import show
 
 _STRINGS = ("id", "type", "user")
@@ -158,10 +158,6 @@ def _numbers(frame: pd.DataFrame, column: str, rule: dict, cells: _Cells,
     return np.where(given, values, default)
 
 
-def _job_rule(key: str) -> dict:
-    return _resolve(schema()["$defs"]["jobList"]["items"]["properties"][key])
-
-
 def throughput_rows(frame: pd.DataFrame, file: str, types: tuple[str, ...]) -> dict:
     """performance.throughput from a table: job type -> {GPU type: steps/s}."""
     cells = _Cells(file)
@@ -210,7 +206,7 @@ def job_table(frame: pd.DataFrame, file: str, cluster: dict, table_rows: dict) -
     M = len(frame)
     ids = _strings(frame, "id", cells, required=True)
     job_type, user = _strings(frame, "type", cells), _strings(frame, "user", cells)
-    numbers = {key: _numbers(frame, key, _job_rule(key), cells, _DEFAULTS[key])
+    numbers = {key: _numbers(frame, key, job_rule(key), cells, _DEFAULTS[key])
                for key in _NUMBERS}
     step = _resolve(schema()["$defs"]["steps"])
     own = np.column_stack([_numbers(frame, t, step, cells) for t in types]) if M \

@@ -73,6 +73,11 @@ def describe(schema: dict) -> str:
     return " or ".join(words[t] for t in ([types] if isinstance(types, str) else types))
 
 
+def job_rule(key: str) -> dict:
+    """The schema's rule for a job's `key` (e.g. {"type": "integer", "minimum": 1})."""
+    return _resolve(schema()["$defs"]["jobList"]["items"]["properties"][key])
+
+
 def _resolve(sub: dict) -> dict:
     ref = sub.get("$ref", "")
     return schema()["$defs"][ref.rsplit("/", 1)[-1]] if ref else sub

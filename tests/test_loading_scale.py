@@ -135,19 +135,3 @@ def test_tables_outside_the_fast_path_go_to_the_pandas_reader(tmp_path, change):
     else:
         assert load_instance(path) == expected
 
-
-def test_solving_a_parquet_instance_imports_neither_pandas_nor_jsonschema(tmp_path):
-    import subprocess
-    import sys
-
-    path, _ = _parquet_instance(tmp_path, _random_frame(np.random.default_rng(1), 30))
-    out = tmp_path / "result.json"
-    probe = ("import sys\nfrom schedopt.cli.entry import run\n"
-             f"sys.argv = ['schedopt', 'solve', {str(path)!r}, '--json', '--output', "
-             f"{str(out)!r}]\n"
-             "try:\n    run()\nexcept SystemExit:\n    pass\n"
-             "sys.stderr.write(repr(sorted(m for m in ('pandas', 'jsonschema', 'yaml') "
-             "if m in sys.modules)))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert json.loads(out.read_bytes())["status"] == "optimal"
-    assert done.stderr.strip().splitlines()[-1] in ("[]", "['yaml']"), done.stderr

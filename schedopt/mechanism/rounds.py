@@ -12,6 +12,12 @@ Gavel's mechanism (docs/formulations.md §2). Each round:
    with the fewest free GPUs that still fits them all (consolidation), else across the nodes
    with the most free GPUs (as few nodes as possible). A node is never over-filled.
 
+Space sharing: a packed allocation also has pairs (`Pairs`): pair p runs two jobs of equal
+scale factor s together on the same s GPUs of one type for a fraction of the time. A pair is an
+*entry* of the mechanism like a job alone: it has its own X (its fraction, on its type), its own
+received time and priority, takes s GPUs once, and is chosen only when neither of its jobs is
+chosen yet this round (alone or in another pair). Work conservation fills GPUs with jobs alone.
+
 `place_round` is pure: simulators call it every round with their own bookkeeping.
 """
 
@@ -29,10 +35,37 @@ from schedopt.mechanism.topology import Topology
 NEVER_RUN_BOOST = 1e9
 
 
+@dataclass(frozen=True, eq=False)
+class Pairs:
+    """Co-located pairs of a packed allocation: pair p runs jobs first[p] and second[p] (row
+    indices, equal scale factors) together on the same GPUs of type gpu[p] for a fraction[p] of
+    the time; received[p]: seconds the pair has run together since the allocation was set."""
+
+    first: np.ndarray
+    second: np.ndarray
+    gpu: np.ndarray
+    fraction: np.ndarray
+    received: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.first.shape[0])
+
+    def entry_matrix(self, solo: np.ndarray, per_pair: np.ndarray) -> np.ndarray:
+        """(M + P, J): `solo` (M, J) on top of one row per pair holding `per_pair[p]` in its
+        GPU type's column (e.g. the fractions, or the received seconds)."""
+        M, J = solo.shape
+        out = np.zeros((M + self.size, J))
+        out[:M] = solo
+        out[M + np.arange(self.size), self.gpu] = per_pair
+        return out
+
+
 @dataclass(frozen=True)
 class RoundPlacement:
     """gpus[m]: the GPU ids job m runs on this round (absent = not running); gpu_type[m]: the
-    type index; nodes_spanned[m]: how many nodes those GPUs span (> 1 = unconsolidated)."""
+    type index; nodes_spanned[m]: how many nodes those GPUs span (> 1 = unconsolidated). With
+    pairs (M jobs), key M + p is pair p: both its jobs run on those GPUs."""
 
     gpus: Mapping[int, tuple[int, ...]]
     gpu_type: Mapping[int, int]
@@ -58,23 +91,30 @@ def priorities(allocation: np.ndarray, received: np.ndarray, elapsed: float) -> 
 
 def assign_types(allocation: np.ndarray, priority: np.ndarray, deficit: np.ndarray,
                  scale_factor: np.ndarray, capacity: np.ndarray, runnable: np.ndarray,
-                 served: np.ndarray, work_conserving: bool = True) -> np.ndarray:
-    """(M,) the type index each job runs on this round, -1 for none (steps 2 and 3)."""
-    M, J = allocation.shape
-    chosen = [-1] * M  # Python ints and floats: these loops are scalar work
+                 served: np.ndarray, work_conserving: bool = True,
+                 pairs: Pairs | None = None) -> np.ndarray:
+    """(E,) the type index each entry runs on this round, -1 for none (steps 2 and 3). Entries
+    are the M jobs alone, then (with `pairs`) the P pairs: rows M.. of the (E, J) arrays."""
+    E, J = allocation.shape
+    chosen = [-1] * E  # Python ints and floats: these loops are scalar work
     free = capacity.astype(float).tolist()
     jobs, types = np.nonzero(allocation > 0)
     order = np.lexsort((-allocation[jobs, types], -deficit[jobs, types], -priority[jobs, types]))
     need = scale_factor.tolist()
-    smallest = min(need) if M else 0
-    for m, j in zip(jobs[order].tolist(), types[order].tolist()):
-        if chosen[m] < 0 and free[j] >= need[m]:
-            chosen[m] = j
-            free[j] -= need[m]
-            if max(free) < smallest:
-                return np.array(chosen, dtype=int)
+    smallest = min(need) if E else 0
+    if pairs is not None and pairs.size:
+        busy = _assign_entries(chosen, free, need, jobs[order].tolist(), types[order].tolist(),
+                               pairs)
+    else:
+        for m, j in zip(jobs[order].tolist(), types[order].tolist()):
+            if chosen[m] < 0 and free[j] >= need[m]:
+                chosen[m] = j
+                free[j] -= need[m]
+                if max(free) < smallest:
+                    return np.array(chosen, dtype=int)
+        busy = np.array(chosen) >= 0
     if work_conserving:
-        waiting = np.flatnonzero(np.array(chosen) < 0)
+        waiting = np.flatnonzero(~busy)
         for m in waiting[np.argsort(served[waiting], kind="stable")].tolist():
             if max(free) < smallest:
                 break  # no job fits anywhere any more
@@ -84,7 +124,31 @@ def assign_types(allocation: np.ndarray, priority: np.ndarray, deficit: np.ndarr
                 j = max(fits, key=lambda k: row[k])  # where X wants it most, else first
                 chosen[m] = j
                 free[j] -= need[m]
-    return np.array(chosen, dtype=int).reshape(M)
+    return np.array(chosen, dtype=int).reshape(E)
+
+
+def _assign_entries(chosen: list[int], free: list[float], need: list[int], entries: list[int],
+                    types: list[int], pairs: Pairs) -> np.ndarray:
+    """Step 2 when some entries are pairs: in the given order, an entry takes its GPUs if they
+    are free and none of its jobs runs yet this round. Fills `chosen` and `free`; returns (M,)
+    bool, the jobs that run (alone or paired)."""
+    M = len(chosen) - pairs.size
+    first, second = pairs.first.tolist(), pairs.second.tolist()
+    busy = [False] * M
+    smallest = min(need) if need else 0
+    for e, j in zip(entries, types):
+        if chosen[e] >= 0 or free[j] < need[e]:
+            continue
+        members = (e,) if e < M else (first[e - M], second[e - M])
+        if any(busy[m] for m in members):
+            continue
+        chosen[e] = j
+        free[j] -= need[e]
+        for m in members:
+            busy[m] = True
+        if max(free) < smallest:
+            break
+    return np.array(busy, dtype=bool)
 
 
 class _FreeGpus:
@@ -199,37 +263,56 @@ def place_round(allocation: np.ndarray, scale_factor: np.ndarray, topology: Topo
                 received: np.ndarray, elapsed: float,
                 previous: Mapping[int, tuple[int, ...]] | None = None,
                 deficit: np.ndarray | None = None, runnable: np.ndarray | None = None,
-                work_conserving: bool = True) -> RoundPlacement:
+                work_conserving: bool = True, pairs: Pairs | None = None) -> RoundPlacement:
     """One round of the mechanism (see the module docstring).
 
-    allocation: (M, J) time fractions X. scale_factor: (M,) GPUs per job. received: (M, J)
-    seconds each job has run on each type since X was set, over `elapsed` seconds. previous:
-    last round's `gpus` (job index -> GPU ids). deficit: (M, J) tie-breaker, e.g. seconds owed
-    from an earlier allocation (default 0). runnable: (M, J) where a job may fill idle GPUs
-    (default: X > 0).
+    allocation: (M, J) time fractions X (with pairs: each job's time alone). scale_factor: (M,)
+    GPUs per job. received: (M, J) seconds each job has run (alone) on each type since X was
+    set, over `elapsed` seconds. previous: last round's `gpus` (entry index -> GPU ids; pair p
+    is M + p). deficit: (M, J) tie-breaker, e.g. seconds owed from an earlier allocation
+    (default 0; 0 for pairs). runnable: (M, J) where a job may fill idle GPUs (default: X > 0).
+    pairs: the allocation's co-located pairs (none by default).
     """
     allocation = np.asarray(allocation, dtype=float)
     scale_factor = np.asarray(scale_factor, dtype=int)
     zeros = np.zeros_like(allocation)
-    chosen = assign_types(allocation, priorities(allocation, received, elapsed),
-                          zeros if deficit is None else deficit, scale_factor, topology.capacity,
-                          allocation > 0 if runnable is None else runnable,
-                          received.sum(axis=1), work_conserving)
+    runnable = allocation > 0 if runnable is None else runnable
+    served = received.sum(axis=1)
+    deficit = zeros if deficit is None else deficit
+    if pairs is not None and pairs.size:
+        none = np.zeros(pairs.size)
+        received = pairs.entry_matrix(received, pairs.received)
+        deficit = pairs.entry_matrix(deficit, none)
+        allocation = pairs.entry_matrix(allocation, pairs.fraction)
+        scale_factor = np.concatenate([scale_factor, scale_factor[pairs.first]])
+    chosen = assign_types(allocation, priorities(allocation, received, elapsed), deficit,
+                          scale_factor, topology.capacity, runnable, served, work_conserving,
+                          pairs)
     return place_on_gpus(chosen, scale_factor, topology, previous or {})
 
 
 def run_rounds(allocation: np.ndarray, scale_factor: np.ndarray, topology: Topology,
-               rounds: int, round_seconds: float = 360.0, work_conserving: bool = False):
-    """Apply the mechanism `rounds` times to a fixed allocation; yields (round, placement,
-    received fraction (M, J)) after each round. Used to measure the mechanism's error."""
+               rounds: int, round_seconds: float = 360.0, work_conserving: bool = False,
+               pairs: Pairs | None = None):
+    """Apply the mechanism `rounds` times to a fixed allocation (and `pairs`, their received
+    time ignored); yields (round, placement, received fraction) after each round, the fraction
+    (M, J), or with pairs (M + P, J) with pair p's in row M + p (`Pairs.entry_matrix`). Used to
+    measure the mechanism's error."""
     received = np.zeros_like(np.asarray(allocation, dtype=float))
+    M, J = received.shape
+    together = np.zeros(0 if pairs is None else pairs.size)
     previous: Mapping[int, tuple[int, ...]] = {}
     for r in range(rounds):
+        current = None if pairs is None else Pairs(pairs.first, pairs.second, pairs.gpu,
+                                                   pairs.fraction, together)
         placement = place_round(allocation, scale_factor, topology, received, r * round_seconds,
-                                previous, work_conserving=work_conserving)
-        received += placement.type_matrix(*received.shape) * round_seconds
+                                previous, work_conserving=work_conserving, pairs=current)
+        ran = placement.type_matrix(M + together.size, J) * round_seconds
+        received += ran[:M]
+        together = together + ran[M:].sum(axis=1)
         previous = placement.gpus
-        yield r, placement, received / ((r + 1) * round_seconds)
+        fraction = received if pairs is None else pairs.entry_matrix(received, together)
+        yield r, placement, fraction / ((r + 1) * round_seconds)
 
 
 def mechanism_error(allocation: np.ndarray, received_fraction: np.ndarray) -> float:

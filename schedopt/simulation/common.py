@@ -78,7 +78,9 @@ class SimulationResult:
     options (the policy's, as parsed) as run. One frame per decision point, by kind:
     rounds (allocations: start s, length s, jobs running, GPUs busy), leases (leases: start s,
     jobs running, GPUs held, decide s, MILP gap, fallback) or decisions (queues: time s, queued,
-    candidates, free machines, started, solve s); the others are None."""
+    candidates, free machines, started, solve s); the others are None. learning: with
+    throughputs learned online, how the estimate converged (one row per refresh:
+    `schedopt.simulation.learning`)."""
 
     policy: str
     jobs: pd.DataFrame
@@ -89,6 +91,7 @@ class SimulationResult:
     leases: pd.DataFrame | None = None
     decisions: pd.DataFrame | None = None
     options: Any = None
+    learning: pd.DataFrame | None = None
 
     @property
     def scheduler(self) -> str:
@@ -148,6 +151,19 @@ class TraceArrays:
         self.seen = misestimate(self.T, perf_error, seed)
         gpu = trace.cluster.gpu_types
         self.cost = np.array([gpu[t].cost_per_hour or 0.0 for t in self.types])
+        self.colocated = trace.performance.colocated
+        self._pairs = None
+        self.seen_pairs = None  # the pair table packed policies are given (None: the true one)
+
+    @property
+    def pairs(self):
+        """The true co-location table over all N jobs (a `PairTable`, steps/s): what paired
+        jobs progress at."""
+        if self._pairs is None:
+            from schedopt.policies.packed.master import PairTable
+
+            self._pairs = PairTable.from_entries(self.colocated, self.types, self.labels)
+        return self._pairs
 
     def problem(self, active: np.ndarray, capacity: np.ndarray, now: float, steps: np.ndarray,
                 isolated_time: np.ndarray) -> ThroughputProblem:
@@ -205,6 +221,82 @@ def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, no
     return result.X
 
 
+def packed_of(policy: "str | Policy"):
+    """The packed (space-sharing) Policy `policy` stands for, or None for any other."""
+    from schedopt.policies.packed.policy import PackedPolicy
+
+    chosen = policy_of(policy)
+    return chosen if isinstance(chosen, PackedPolicy) else None
+
+
+def check_packed(data: TraceArrays, policy: "str | Policy", config: SimulationConfig):
+    """The packed policy a run simulates with space sharing (None for other policies); a
+    SchedoptError in one line when the trace or the configuration cannot run it."""
+    packed = packed_of(policy)
+    if packed is None:
+        return None
+    if not data.colocated:
+        raise SchedoptError(f"policy {packed.name} needs a trace with a co-location table "
+                            f"(performance.colocated: steps/s of job types sharing GPUs)")
+    if config.partitions is not None:
+        raise SchedoptError(f"policy {packed.name}: POP partitions are not simulated with "
+                            f"space sharing; run it without partitions")
+    return packed
+
+
+def solve_packed(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,
+                 steps: np.ndarray, isolated_time: np.ndarray, policy: "str | Policy",
+                 config: SimulationConfig, solve_seconds: list[float]):
+    """A packed policy's decision for the `active` jobs at `now` (a `PairedAllocation` over
+    their local indices), given the pair table it sees (`data.seen_pairs`, else the true one).
+    Pairs in which either job would make 0 steps/s are dropped: a measured 0 never runs as a
+    pair. Appends the wall seconds it took to `solve_seconds`."""
+    from dataclasses import replace
+
+    from schedopt.backends import SolveOptions
+    from schedopt.backends.session import Solver
+    from schedopt.core.registry import resolve
+
+    clock = time.perf_counter()
+    chosen, fixed = resolve(policy) if isinstance(policy, str) else (policy, {})
+    options = chosen.parse_options({**fixed, **config.policy_options})
+    session = Solver(config.solver or chosen.default_solver,
+                     SolveOptions(time_limit=config.time_limit))
+    table = (data.seen_pairs if data.seen_pairs is not None else data.pairs).rows(active)
+    outcome = chosen.solve_with_table(data.problem(active, capacity, now, steps, isolated_time),
+                                      table, options, session)
+    solve_seconds.append(time.perf_counter() - clock)
+    decision = outcome.decision
+    if decision is None:
+        raise SchedoptError(f"policy {chosen.name} found no allocation at t={now:.0f} s "
+                            f"({outcome.status.value})")
+    keep = (decision.rate_first > 0) & (decision.rate_second > 0) & (decision.fraction > 0)
+    return replace(decision, first=decision.first[keep], second=decision.second[keep],
+                   gpu=decision.gpu[keep], fraction=decision.fraction[keep],
+                   rate_first=decision.rate_first[keep], rate_second=decision.rate_second[keep])
+
+
+def decide(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,
+           steps: np.ndarray, isolated_time: np.ndarray, policy: "str | Policy",
+           config: SimulationConfig, solve_seconds: list[float], memory: dict, packed,
+           learner) -> tuple[np.ndarray, dict | None]:
+    """A re-solve of an allocation loop: the learner's estimate refreshed (when throughputs
+    are learned), then the policy's time fractions (len(active), J) of each job (alone, for a
+    packed policy) and, for a packed policy, its pairs over global job indices (first, second,
+    gpu, fraction, rate_first, rate_second; None otherwise)."""
+    if learner is not None:
+        learner.refresh(now)
+    if packed is None:
+        return solve_policy(data, active, capacity, now, steps, isolated_time, policy, config,
+                            solve_seconds, memory), None
+    decision = solve_packed(data, active, capacity, now, steps, isolated_time, policy, config,
+                            solve_seconds)
+    return decision.solo, {"first": active[decision.first], "second": active[decision.second],
+                           "gpu": decision.gpu, "fraction": decision.fraction,
+                           "rate_first": decision.rate_first,
+                           "rate_second": decision.rate_second}
+
+
 def policy_of(policy: "str | Policy") -> "Policy":
     """The Policy a name (registered, gavel:NAME, MODULE:NAME) or a Policy stands for."""
     from schedopt.core.registry import resolve
@@ -234,12 +326,23 @@ def policy_name(policy: "str | Policy") -> str:
 
 def finish(policy: "str | Policy", config: SimulationConfig, data: TraceArrays, completion: np.ndarray,
            isolated_time: np.ndarray, steps: np.ndarray, busy: np.ndarray, capacity: np.ndarray,
-           solve_seconds: list[float], rounds: list[tuple]) -> SimulationResult:
-    """Assemble the result: job frame, summary metrics and the per-round frame."""
+           solve_seconds: list[float], rounds: list[tuple], learner=None) -> SimulationResult:
+    """Assemble the result: job frame, summary metrics, the per-round frame and, when
+    throughputs were learned, the learner's convergence frame."""
     frame = data.frame(completion, isolated_time, steps)
     summary = summarize(frame, busy, capacity, data.cost, data.types, solve_seconds)
     round_frame = pd.DataFrame(rounds, columns=["start_s", "length_s", "jobs_running", "gpus_busy"])
-    return SimulationResult(policy_name(policy), frame, summary, round_frame, config)
+    return SimulationResult(policy_name(policy), frame, summary, round_frame, config,
+                            learning=None if learner is None else learner.history())
+
+
+def no_pairs(*fields: str) -> dict[str, np.ndarray]:
+    """A packed loop's pairs before its first solve (or for a policy that does not share):
+    first, second, gpu (job and type indices), fraction, and the loop's own `fields`, all
+    empty."""
+    empty = np.zeros(0, dtype=int)
+    return {"first": empty, "second": empty, "gpu": empty,
+            **{key: np.zeros(0) for key in ("fraction", *fields)}}
 
 
 def isolated_throughput(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:

@@ -106,18 +106,37 @@ class PairTable:
     @classmethod
     def from_instance(cls, instance: Instance) -> "PairTable":
         """The instance's `performance.colocated` table, indexed by its jobs' `type` labels."""
-        entries = instance.performance.colocated
+        return cls.from_entries(instance.performance.colocated, instance.cluster.type_names,
+                                [job.type for job in instance.jobs])
+
+    @classmethod
+    def from_entries(cls, entries, gpu_types, job_labels) -> "PairTable":
+        """A table from `performance.colocated` entries (types, gpu_type, throughput), for jobs
+        labelled `job_labels` (None or a label the entries never name: never paired)."""
         labels = sorted({label for entry in entries for label in entry.types})
         index = {label: k for k, label in enumerate(labels)}
-        gpu = {name: j for j, name in enumerate(instance.cluster.type_names)}
+        gpu = {name: j for j, name in enumerate(gpu_types)}
         rate = np.full((len(gpu), len(labels), len(labels)), np.nan)
         for entry in entries:  # the table's size, not the jobs'
             a, b = index[entry.types[0]], index[entry.types[1]]
             ta, tb = entry.throughput
             rate[gpu[entry.gpu_type], a, b] = min(ta, tb) if a == b else ta
             rate[gpu[entry.gpu_type], b, a] = min(ta, tb) if a == b else tb
-        job_type = [index.get(job.type, -1) for job in instance.jobs]  # read once, as M rows
+        job_type = [index.get(label, -1) for label in job_labels]  # read once, as M rows
         return cls(tuple(labels), np.array(job_type, dtype=np.int64).reshape(-1), rate)
+
+    def rows(self, index: np.ndarray) -> "PairTable":
+        """The same table for the jobs `index` (e.g. a simulation's active jobs)."""
+        return PairTable(self.labels, self.job_type[index], self.rate)
+
+    def rate_of(self, j: np.ndarray, m: np.ndarray, partner: np.ndarray) -> np.ndarray:
+        """Steps/s of jobs m while paired with jobs `partner` on GPU types j (arrays of equal
+        length; nan where the two cannot share or either is untyped)."""
+        a, b = self.job_type[m], self.job_type[partner]
+        if not self.labels:
+            return np.full(np.shape(m), np.nan)
+        out = self.rate[j, np.maximum(a, 0), np.maximum(b, 0)]
+        return np.where((a >= 0) & (b >= 0), out, np.nan)
 
     def pair_rates(self, j: int) -> np.ndarray:
         """(M, M) steps/s of job m while paired with job m' on GPU type j (nan: no such pair)."""

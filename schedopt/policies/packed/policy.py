@@ -66,8 +66,7 @@ class PackedPolicy(Policy):
         if problem.instance is None:
             raise PolicyError(f"policy {self.name} needs an instance with a co-location table "
                               f"(performance.colocated) and the jobs' type labels, and was given "
-                              f"throughput arrays alone (as the simulator's rounds pass them: "
-                              f"space sharing is not simulated yet)")
+                              f"throughput arrays alone")
         if not problem.instance.performance.colocated:
             raise PolicyError(f"policy {self.name} needs a co-location table "
                               f"(performance.colocated: steps/s of pairs of job types sharing a "

@@ -39,6 +39,7 @@ import numpy as np
 from schedopt.backends import Status
 from schedopt.policies.smd.knapsack import exchange_pass, knapsack_step, resource_prices
 from schedopt.policies.smd.milp import exact_program
+from schedopt.policies.smd.neighbourhood import improve
 from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
 from schedopt.policies.smd.repair import place, repair
@@ -53,6 +54,7 @@ REPAIR_LIMIT = 30.0  # seconds the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
 PLACE_LIMIT = 0.25  # seconds CP-SAT may take to place the bound's configuration choice
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
+LNS_LIMIT = 0.0  # seconds of the large-neighbourhood search over the exact MILP (neighbourhood.py)
 
 
 @dataclass
@@ -213,7 +215,8 @@ def lagrangian_bound(problem: SmdProblem, cfg: Configurations, shares: np.ndarra
 def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
         seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
-        place_limit: float = PLACE_LIMIT, beyond: bool = True) -> SmdSolution:
+        place_limit: float = PLACE_LIMIT, beyond: bool = True,
+        lns_limit: float = LNS_LIMIT) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
     - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
@@ -304,8 +307,12 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         left = time_limit - (time.process_time() - cpu)
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
                                                     seed, bound)
+    result = pack
+    if lns_limit > 0 and problem.num_jobs and beyond:
+        result, details["lns"] = improve(problem, Placement(pack.workers, pack.ps), lns_limit,
+                                         seed, target=bound)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
-    out = solution(problem, pack, "smd", clock, bound=bound, details=details)
+    out = solution(problem, result, "smd", clock, bound=bound, details=details)
     out.details["gap"] = max(out.objective - bound, 0.0) / max(out.objective, 1e-12)
     if out.objective <= bound * (1 + 1e-9):
         out.status = Status.OPTIMAL

@@ -22,6 +22,7 @@ machine holds, next to its GPUs, CPUs and memory (resources in RESOURCES order).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,8 @@ from schedopt.instance.model import Instance, ParameterServerSpec
 
 RESOURCES = ("gpus", "cpus", "memory_gb", "bandwidth_gbps")
 BITS_PER_BYTE = 8.0
+JOB_FIELDS = ("worker_demand", "ps_demand", "epochs", "samples_per_epoch", "batch_per_worker",
+              "compute_s", "size_gb", "worker_bw", "ps_bw", "max_workers", "max_ps")  # (n, ...) arrays
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,15 @@ class SmdProblem:
             ps_bw=column(lambda s: s.ps.bandwidth_gbps),
             max_workers=column(lambda s: s.max_workers, int), max_ps=column(lambda s: s.max_ps, int),
         )
+
+    def restrict(self, jobs: np.ndarray, machines: np.ndarray, capacity: np.ndarray) -> SmdProblem:
+        """The problem of jobs `jobs` alone on machines `machines` (index arrays) with their
+        capacity (len(machines), R) replaced by `capacity` (e.g. what other jobs leave)."""
+        per_job = {name: getattr(self, name)[jobs] for name in JOB_FIELDS}
+        return dataclasses.replace(
+            self, job_ids=tuple(self.job_ids[i] for i in jobs),
+            machine_ids=tuple(self.machine_ids[h] for h in machines),
+            capacity=np.asarray(capacity, dtype=float), **per_job)
 
     def _check_rows(self, w: np.ndarray) -> None:
         if w.ndim == 0 or w.shape[0] != self.num_jobs:

@@ -1,22 +1,28 @@
 """`schedopt solve FILE --json --output R` end to end, side by side with the in-process solve.
 
     python benchmarks/end_to_end.py [--jobs 100000 1000000] [--repeats 2] [--formats json parquet]
+        [--before PATH] [--breakdown]
 
 For each size, draws a contended instance (`exact_at_scale.contended`: random rows on 3 GPU
 types, 3/8 of a GPU per job, seed 0), writes it to a temporary folder (a JSON file; with
 `parquet`, the same jobs as a Parquet table named by a small JSON file), then measures, best of
-REPEATS (wall seconds):
+REPEATS (wall seconds, and CPU seconds, which move less on a shared machine):
 - in process: `schedopt.solve` on the same problem built from arrays (the modules already
   imported: the solve alone);
 - end to end: the command in a fresh process, from its start until it has exited with the
   result document written (interpreter start, imports, loading, solving, writing), stdout
-  thrown away; and the process's peak resident memory.
+  thrown away; and the process's peak resident memory (GNU time);
+- with --before PATH (a folder holding another tree's `schedopt` package, e.g. an exported
+  older commit): the same command run on that tree, alternating with this one run by run;
+- with --breakdown: in a fresh process per file, the time of each step (imports of the CLI
+  and the policy, load_instance, solve, Result.to_json, write_atomically).
 Nothing is kept: the instances are generated at run time and deleted afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -66,25 +72,64 @@ def write_parquet(problem, path: Path) -> None:
                                    "jobs": {"table": path.with_suffix(".parquet").name}}))
 
 
-def end_to_end(path: Path, output: Path) -> tuple[float, float, int]:
-    """(wall seconds, peak MB, exit code) of one `schedopt solve` in a fresh process."""
+# A fresh process that times each step of the command (run with --steps FILE OUTPUT).
+STEPS = """
+import sys, time
+clock = lambda: (time.perf_counter(), time.process_time())
+start = clock()
+from schedopt.cli import main
+from schedopt.core.registry import resolve
+from schedopt.instance import load_instance
+from schedopt.api import solve
+from schedopt.files import write_atomically
+from pathlib import Path
+policy, _ = resolve("max_min_fairness")
+steps, last = {"imports": None}, start
+def step(name, work):
+    global last
+    now = clock(); steps[name] = None
+    out = work()
+    end = clock(); steps[name] = (end[0] - now[0], end[1] - now[1])
+    return out
+steps["imports"] = (clock()[0] - start[0], clock()[1] - start[1])
+instance = step("load", lambda: load_instance(sys.argv[1]))
+result = step("solve", lambda: solve(instance, policy))
+document = step("to_json", lambda: result.to_json() + b"\\n")
+step("write", lambda: write_atomically(Path(sys.argv[2]), document, inputs=[sys.argv[1]]))
+print(repr(steps))
+"""
+
+
+def end_to_end(path: Path, output: Path, tree: str | None = None) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak MB) of one `schedopt solve` in a fresh process, on
+    this tree or on the `schedopt` package under `tree`."""
     script = shutil.which("schedopt")  # the console script users run
     start_cli = [script] if script else [sys.executable, "-c",
                                          "from schedopt.cli.entry import run; run()"]
     command = [*start_cli, "solve", str(path), "--json", "--output", str(output)]
-    # GNU time reports the command's own peak; a child's rusage would count the pages it shared
-    # with this (large) process between fork and exec.
-    memory = output.with_suffix(".rss")
-    timer = ["/usr/bin/time", "-f", "%M", "-o", str(memory)] if Path("/usr/bin/time").exists() \
-        else []
+    env = dict(os.environ, PYTHONPATH=tree) if tree else None
+    # GNU time reports the command's own peak and CPU; a child's rusage would count the pages
+    # it shared with this (large) process between fork and exec.
+    stats = output.with_suffix(".rss")
+    timer = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(stats)] \
+        if Path("/usr/bin/time").exists() else []
     start = time.perf_counter()
     child = subprocess.run([*timer, *command], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE)
+                           stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir())
     seconds = time.perf_counter() - start
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {child.stderr.decode()}")
-    peak = float(memory.read_text().split()[-1]) / 1024 if timer else float("nan")
-    return seconds, peak, child.returncode
+    if not timer:
+        return seconds, float("nan"), float("nan")
+    peak, user, system = map(float, stats.read_text().split()[-3:])
+    return seconds, user + system, peak / 1024
+
+
+def breakdown(path: Path, output: Path) -> dict:
+    """{step: (wall s, CPU s)} of the command's steps, in a fresh process."""
+    child = subprocess.run([sys.executable, "-c", STEPS, str(path), str(output)],
+                           capture_output=True, text=True, check=True)
+    return eval(child.stdout.strip().splitlines()[-1])  # our own repr
 
 
 def main() -> None:
@@ -92,33 +137,63 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--formats", nargs="+", default=["json"], choices=["json", "parquet"])
+    parser.add_argument("--before", default=None,
+                        help="a folder holding another tree's schedopt package, run alongside")
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
-    rows = []
+    rows, steps = [], []
     with tempfile.TemporaryDirectory() as folder:
         for jobs in args.jobs:
             problem = contended(jobs)
             inside = []
             for _ in range(args.repeats):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 result = schedopt.solve(problem)
-                inside.append(time.perf_counter() - start)
+                inside.append((time.perf_counter() - start, time.process_time() - cpu))
             for kind in args.formats:
                 path = Path(folder) / f"instance-{jobs}-{kind}.json"
                 (write_json if kind == "json" else write_parquet)(problem, path)
-                runs = [end_to_end(path, Path(folder) / "result.json") for _ in range(args.repeats)]
-                written = orjson.loads((Path(folder) / "result.json").read_bytes())
-                assert abs(written["objective"] - result.objective) <= 1e-9 * abs(result.objective)
+                output = Path(folder) / "result.json"
+                trees = [None] + ([args.before] if args.before else [])
+                runs = {tree: [] for tree in trees}
+                for _ in range(args.repeats):
+                    for tree in trees:
+                        runs[tree].append(end_to_end(path, output, tree))
+                        written = orjson.loads(output.read_bytes())
+                        assert abs(written["objective"] - result.objective) <= \
+                            1e-9 * abs(result.objective)
+                if args.breakdown:
+                    steps.append((jobs, kind, breakdown(path, output)))
                 size = sum(p.stat().st_size for p in Path(folder).glob(f"instance-{jobs}-{kind}*"))
-                seconds = min(r[0] for r in runs)
-                rows.append((jobs, kind, size / 1e6, min(inside), seconds, seconds / min(inside),
-                             max(r[1] for r in runs)))
+                rows.append((jobs, kind, size / 1e6, inside, runs))
                 for p in Path(folder).glob(f"instance-{jobs}-{kind}*"):
                     p.unlink()
-    print("| jobs | jobs from | file MB | in-process solve s | end to end s | ratio | peak MB |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
-    for jobs, kind, mb, inside, outside, ratio, peak in rows:
-        print(f"| {jobs:,} | {kind} | {mb:.1f} | {inside:.2f} | {outside:.2f} | {ratio:.2f}x "
-              f"| {peak:,.0f} |")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end; best of {args.repeats}, "
+          f"wall (CPU) seconds")
+    print("| jobs | jobs from | file MB | in-process solve s | end to end s | ratio (CPU ratio) "
+          "| peak MB |" + (" before s | before / now |" if args.before else ""))
+    print("|---:|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.before else ""))
+    for jobs, kind, mb, inside, runs in rows:
+        wall_in, cpu_in = min(w for w, _ in inside), min(c for _, c in inside)
+        now = runs[None]
+        wall, cpu = min(r[0] for r in now), min(r[1] for r in now)
+        line = (f"| {jobs:,} | {kind} | {mb:.1f} | {wall_in:.2f} ({cpu_in:.2f}) | {wall:.2f} "
+                f"({cpu:.2f}) | {wall / wall_in:.2f}x ({cpu / cpu_in:.2f}x) | "
+                f"{max(r[2] for r in now):,.0f} |")
+        if args.before:
+            old = runs[args.before]
+            old_wall, old_cpu = min(r[0] for r in old), min(r[1] for r in old)
+            line += f" {old_wall:.2f} ({old_cpu:.2f}) | {old_wall / wall:.2f}x ({old_cpu / cpu:.2f}x) |"
+        print(line)
+        spread = sorted(r[0] for r in now)
+        print(f"<!-- {jobs} {kind}: end to end wall {spread[0]:.2f}-{spread[-1]:.2f} s -->")
+    if steps:
+        print("\n| jobs | jobs from | imports | load_instance | solve | to_json | write |")
+        print("|---:|---|---:|---:|---:|---:|---:|")
+        for jobs, kind, parts in steps:
+            cells = " | ".join(f"{parts[k][0]:.2f} ({parts[k][1]:.2f})"
+                               for k in ("imports", "load", "solve", "to_json", "write"))
+            print(f"| {jobs:,} | {kind} | {cells} |")
 
 
 if __name__ == "__main__":

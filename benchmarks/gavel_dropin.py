@@ -138,7 +138,7 @@ def main() -> None:
         return
     print(f"trace {Path(args.trace).name}, cluster {args.cluster} (v100:p100:k80), seed {args.seed}")
     print("| policy | Gavel JCT (s) | schedopt JCT (s) | ratio | Gavel makespan (s) | "
-          f"schedopt makespan (s) | ratio | Gavel wall (s) | schedopt wall (s) |")
+          "schedopt makespan (s) | ratio | Gavel wall (s) | schedopt wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for policy in args.policy or POLICIES:
         theirs, ours = run_worker(args, policy, False), run_worker(args, policy, True)

@@ -254,3 +254,31 @@ def test_ftf_perf_returns_the_leximin_of_the_needs_at_the_optimal_ratio():
     levelled = dataclasses.replace(p, weight=level_weights(p, need))
     np.testing.assert_allclose(steps / need, leximin_by_brute_force(levelled, hand_table(state)),
                                rtol=1e-5)
+
+
+def test_packed_makespan_returns_the_leximin_of_the_needs_at_the_optimal_makespan():
+    state = packed_state(0)
+    p, table = problem_of(state), hand_table(state)
+    allocation = FakeGavelScheduler(get_policy("min_total_duration_packed"),
+                                    state).compute_allocation()
+    steps = read_back(state, allocation, p)
+    R = np.asarray(p.remaining_steps)
+    M = p.num_jobs
+    best = 1.0 / -FullLP(p, table).maximize(R, np.zeros(M), R > 0).fun  # seconds
+    assert np.max(R / steps) == pytest.approx(best, rel=1e-6)
+    need = R / best
+    levelled = dataclasses.replace(p, weight=level_weights(p, need))
+    np.testing.assert_allclose(steps / need, leximin_by_brute_force(levelled, table), rtol=1e-5)
+
+
+def test_fifo_perf_passes_over_a_job_that_cannot_run_on_its_free_types():
+    """Gavel's FIFO_Perf: job 2's only free type (k80) runs it at 0 steps/s, so it is passed
+    over and job 3 still starts there (hand-worked, as tests/test_packed_fifo.py)."""
+    ids = [JobId(n) for n in range(4)]
+    rates = [[1.0, 0.0, 2.0], [1.0, 0.0, 3.0], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
+    state = {"throughputs": {j: dict(zip(TYPES, r)) for j, r in zip(ids, rates)},
+             "scale_factors": dict.fromkeys(ids, 1), "cluster_spec": {"k80": 2, "p100": 0,
+                                                                      "v100": 1}}
+    allocation = FakeGavelScheduler(get_policy("fifo_perf"), state).compute_allocation()
+    np.testing.assert_array_equal(as_matrix(allocation, ids),
+                                  [[0, 0, 1], [1, 0, 0], [0, 0, 0], [1, 0, 0]])

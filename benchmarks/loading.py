@@ -8,7 +8,8 @@ collector running) and msgspec's typed decoding into the columnar loader's job r
 validation with jsonschema (the detailed checker that reports every problem), fastjsonschema
 and jsonschema-rs; building the Instance one Job object per job (the path before the columnar
 one); `load_instance` end to end; and the same jobs as a CSV and a Parquet table: pandas' CSV
-parser, pyarrow's, pyarrow's Parquet reader, and `load_instance` of an instance naming each.
+parser, pyarrow's, pyarrow's Parquet reader, and `load_instance` of an instance naming each;
+and the Parquet jobs table through the pandas reader against the pyarrow-only path.
 fastjsonschema and pyarrow are measured only if installed.
 """
 
@@ -27,9 +28,11 @@ import orjson
 import msgspec
 import pandas as pd
 
+from schedopt.instance.arrow import arrow_jobs
 from schedopt.instance.build import build_instance
 from schedopt.instance.columnar import _job_type
 from schedopt.instance.load import load_instance
+from schedopt.instance.tables import instance_with_tables
 from schedopt.instance.validate import _schema_problems, passes_schema, schema
 
 
@@ -82,6 +85,14 @@ def table_rows(doc: dict, folder: Path, repeats: int) -> list[tuple[str, str, fl
         path.write_bytes(orjson.dumps({**doc, "jobs": {"table": f"jobs.{suffix}"}}))
         rows.append(("load_instance", f"end to end (jobs from {suffix.upper()})",
                      best(lambda: load_instance(path), repeats)))
+    # The Parquet table through the pandas reader, as every table went before the pyarrow-only
+    # path (`schedopt.instance.arrow`), against that path.
+    path = folder / "tables-parquet.json"
+    table_doc = orjson.loads(path.read_bytes())
+    rows.append(("jobs table", "Parquet, pandas reader (tables.instance_with_tables)",
+                 best(lambda: instance_with_tables(table_doc, str(path), folder), repeats)))
+    rows.append(("jobs table", "Parquet, pyarrow only (arrow.arrow_jobs)",
+                 best(lambda: arrow_jobs(table_doc, folder), repeats)))
     return rows
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from schedopt.perf import PerformanceModel, complete, hide_units, model_from_arrays
+from schedopt.perf.predict import predict
 from schedopt.perf.side import GroupRidge, job_type_info
+from schedopt.traces.performance import label
 
 
 def test_labels_give_family_model_batch_size_and_scale_factor():
@@ -33,3 +36,115 @@ def test_group_ridge_recovers_a_planted_additive_model_on_unseen_combinations():
     # a larger ridge weight shrinks the effects toward the mean: error grows, never explodes
     shrunk = GroupRidge([a, b]).fit_predict(train, np.where(train, y, np.nan), lam=10.0)
     assert 1e-3 < np.abs(shrunk[~train] - y[~train]).mean() < np.abs(y - y[train].mean()).mean()
+
+
+# ------------------------------------------------------------------------------ planted model
+FAMILIES = ("Alpha", "Beta", "Gamma")
+BATCHES = (8, 16, 32, 64, 128)
+SCALES = (1, 2, 4)
+GPUS = ("g0", "g1", "g2")
+FAST = {"ranks": (2, 4), "lambdas": (0.3,)}  # a small low-rank grid keeps these tests quick
+
+
+def planted(seed: int = 0, noise: float = 0.0) -> tuple[PerformanceModel, np.ndarray]:
+    """A model whose truth is the side model's form: log isolated steps/s = (model, GPU type)
+    effect + (family, scale factor, GPU type) effect; log slowdown of a next to b on g = (a, g)
+    + (b, g) + (family a, family b, g) effects (< 0), plus `noise` (sd, log). Every cell
+    measured; returns (model, truth values)."""
+    rng = np.random.default_rng(seed)
+    types = [label(f"{f} (batch size {b})", s) for s in SCALES for f in FAMILIES for b in BATCHES]
+    info = job_type_info(types)
+    R, J = len(types), len(GPUS)
+    model_eff = {(m, g): rng.normal(1.0, 0.6) for m in sorted(set(info.model)) for g in range(J)}
+    scale_eff = {(f, s, g): np.log(s) * rng.uniform(0.7, 1.0) for f in FAMILIES for s in SCALES
+                 for g in range(J)}
+    iso = np.array([[model_eff[(info.model[a], g)] + scale_eff[(info.family[a], info.scale_factor[a], g)]
+                     for g in range(J)] for a in range(R)])
+    single = [a for a in range(R) if info.scale_factor[a] == 1]
+    partners = tuple(types[a] for a in single)
+    sens, aggr = rng.uniform(0.1, 0.5, (R, J)), rng.uniform(0.1, 0.5, (R, J))
+    fam_pair = {(f1, f2, g): rng.uniform(0.0, 0.2) for f1 in FAMILIES for f2 in FAMILIES for g in range(J)}
+    pairs = np.full((R, J, len(single)), np.nan)
+    for i, a in enumerate(single):
+        for k, b in enumerate(single):
+            for g in range(J):
+                pairs[a, g, k] = iso[a, g] - sens[a, g] - aggr[b, g] - fam_pair[(info.family[a], info.family[b], g)]
+    truth = np.exp(np.concatenate([iso, pairs.reshape(R, -1)], axis=1))
+    noisy = truth * np.exp(noise * rng.standard_normal(truth.shape))
+    noisy[:, J:] = np.minimum(noisy[:, J:], np.repeat(noisy[:, :J], len(single), axis=1))
+    model = model_from_arrays(types, GPUS, noisy[:, :J], noisy[:, J:].reshape(R, J, -1), partners)
+    return model, truth
+
+
+def test_planted_model_is_what_the_labels_say():
+    model, truth = planted()
+    assert model.shape == (45, 3 * (1 + 15)) and int(model.known.sum()) == 45 * 3 + 15 * 15 * 3
+    assert (truth[:, 3:][model.known[:, 3:]] <= np.repeat(truth[:, :3], 15, axis=1)[model.known[:, 3:]]).all()
+
+
+def test_ensemble_recovers_hidden_pairs_of_a_planted_side_model_better_than_low_rank_alone():
+    model, truth = planted(seed=1)
+    hidden = hide_units(model, 0.5, "pairs", seed=4)
+    seen = model.hide(hidden)
+    als = complete(seen, seed=0, ensemble=0, **FAST)
+    ens = predict(seen, seed=0, ensemble=0, **FAST)
+    rel = lambda got: np.abs(got.model.values[hidden] - truth[hidden]) / truth[hidden]  # noqa: E731
+    assert np.isfinite(ens.model.values[hidden]).all()
+    assert rel(ens).mean() < 0.02 and rel(ens).max() < 0.1
+    assert rel(ens).mean() < 0.5 * rel(als).mean()
+    # measured cells are kept bit for bit
+    assert np.array_equal(ens.model.values[seen.known], model.values[seen.known])
+    assert np.array_equal(ens.model.known, seen.known)
+
+
+def test_ensemble_predicts_job_types_never_measured_from_their_relatives():
+    model, truth = planted(seed=2)
+    info = job_type_info(model.job_types)
+    cold = np.array([info.scale_factor[a] == 4 and info.family[a] == "Beta" and info.batch_size[a] == 32
+                     for a in range(model.shape[0])])
+    hidden = np.zeros(model.shape, dtype=bool)
+    hidden[cold, :3] = True  # 'Beta (batch size 32) x4' never measured anywhere
+    hidden |= hide_units(model, 0.3, "isolated", seed=5)
+    seen = model.hide(hidden)
+    als = complete(seen, seed=0, ensemble=0, **FAST)
+    ens = predict(seen, seed=0, ensemble=0, **FAST)
+    assert np.isnan(als.model.values[cold, :3]).all()  # a cold start for low-rank completion
+    got = ens.model.values[cold, :3]
+    # its relatives: Beta (batch size 32) on one GPU, Beta x4 at other batch sizes
+    np.testing.assert_allclose(got, truth[cold, :3], rtol=0.15)
+    filled = hidden & np.isfinite(ens.model.values)
+    assert filled[:, :3].sum() == hidden[:, :3].sum()
+    err = np.abs(ens.model.values[filled] - truth[filled]) / truth[filled]
+    assert err.mean() < 0.1
+
+
+def test_ensemble_uncertainty_covers_noisy_hidden_cells_about_as_calibrated():
+    model, truth = planted(seed=3, noise=0.05)
+    hidden = hide_units(model, 0.5, "pairs", seed=6)
+    ens = predict(model.hide(hidden), seed=0, ensemble=4, **FAST)
+    est, u = ens.model.values[hidden], ens.model.uncertainty[hidden]
+    measured = model.values[hidden]
+    covered = np.abs(np.log(est / measured)) <= 2 * u
+    assert 0.85 <= covered.mean() <= 1.0
+    assert (u > 0).all() and (u < 0.3).all()
+
+
+def test_ensemble_keeps_measured_zeros_and_the_cannot_share_rule_of_completion():
+    model, _ = planted(seed=4)
+    values = model.values.copy()
+    J, P = 3, 15
+    a = model.job_types.index("Alpha (batch size 64)")
+    rows = model.pair_rows
+    values[a, J:] = np.where(np.arange(J * P) % P < 12, 0.0, values[a, J:])  # fails with 12 of 15
+    for g in range(J):  # both sides of every failing pair
+        for k in range(12):
+            values[rows[k], J + g * P + model.partners.index(model.job_types[a])] = 0.0
+    zeroed = model.with_values(values, known=np.isfinite(values))
+    hidden = hide_units(zeroed, 0.3, "pairs", seed=1, zeros=True)
+    seen = zeroed.hide(hidden)
+    als, ens = complete(seen, seed=0, ensemble=0, **FAST), predict(seen, seed=0, ensemble=0, **FAST)
+    assert np.array_equal(ens.cannot_share, als.cannot_share)
+    assert (ens.model.values[ens.cannot_share] == 0).all()
+    assert (ens.model.values[seen.known & (seen.values == 0)] == 0).all()
+    positive = ens.filled & ~ens.cannot_share
+    assert (ens.model.values[positive] > 0).all()

@@ -18,8 +18,8 @@ the pair on every GPU type, and the same with families in place of job types ((a
 (fam a, b, g), (fam a, fam b, g), (a, fam b)), so a pair never measured borrows from pairs
 of the same families. Isolated cells (a on g), target log T_alone[a, g]: groups a (the job
 type's own speed), (model at that batch size, g), (family, scale factor, g), (family, g),
-(scale factor, g), g, and log2(scale factor) per GPU type: a job type never measured is
-predicted from its relatives.
+(scale factor, g), g, (family, batch size), and log2(scale factor) per GPU type: a job type
+never measured is predicted from its relatives.
 """
 
 from __future__ import annotations
@@ -82,22 +82,28 @@ def pair_groups(info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray) 
 def isolated_groups(info: JobTypeInfo, a: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
     """Group keys of isolated cells (job type a on GPU type g)."""
     fam, mod, s = _ids(info.family), _ids(info.model), info.scale_factor
+    batch = np.nan_to_num(info.batch_size, nan=0.0).astype(np.int64)
     return [a, _codes(mod[a], g), _codes(fam[a], s[a], g), _codes(fam[a], g), _codes(s[a], g),
-            _codes(mod[a], s[a]), _codes(g)]
+            _codes(g), _codes(fam[a], batch[a])]
 
 
 class GroupRidge:
     """Ridge regression on one-hot groups plus numeric columns (module doc).
 
     groups: list of (n,) int key arrays over *all* cells (train and predict), so that a key
-    seen only in cells to predict gets a coefficient of 0; numeric: (n, q) or None."""
+    seen only in cells to predict gets a coefficient of 0; numeric: (n, q) or None; penalty:
+    per group, a multiplier of lam for its coefficients (default 1 each): a group penalized
+    more explains only what the others leave (a job type's own effect, say, after its
+    relatives' effects, so that a job type never measured is not shrunk toward the mean)."""
 
-    def __init__(self, groups: list[np.ndarray], numeric: np.ndarray | None = None):
+    def __init__(self, groups: list[np.ndarray], numeric: np.ndarray | None = None, penalty=None):
         n = len(groups[0])
+        penalty = [1.0] * len(groups) if penalty is None else list(penalty)
         blocks, self.sizes = [], []
-        for key in groups:
+        for key, weight in zip(groups, penalty):
             size = int(key.max()) + 1 if n else 0
-            blocks.append(sp.csr_matrix((np.ones(n), (np.arange(n), key)), shape=(n, size)))
+            # scaling a one-hot column by 1/sqrt(weight) penalizes its coefficient weight x lam
+            blocks.append(sp.csr_matrix((np.full(n, weight ** -0.5), (np.arange(n), key)), shape=(n, size)))
             self.sizes.append(size)
         if numeric is not None and numeric.size:
             blocks.append(sp.csr_matrix(np.asarray(numeric, dtype=float)))

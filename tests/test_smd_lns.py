@@ -54,8 +54,8 @@ def test_one_step_on_two_machines_reaches_brute_force_from_one_worker_and_ps_per
     expected = brute_force(instance)
     if start is None or expected is None:
         return
-    placed, stats = improve(problem, Placement(start.workers, start.ps), time_limit=30.0,
-                            step_limit=10.0, target=expected)
+    placed, stats = improve(problem, Placement(start.workers, start.ps), steps=1,
+                            step_limit=30.0, target=expected)
     assert placed.violations(problem) == []
     assert _objective(problem, placed) == pytest.approx(expected, rel=1e-9)
     assert stats["steps"] >= (_objective(problem, Placement(start.workers, start.ps))
@@ -67,7 +67,7 @@ def test_one_step_on_two_machines_reaches_brute_force_from_one_worker_and_ps_per
 def test_lns_is_feasible_never_worse_than_its_start_nor_better_than_the_optimum(instance, seed):
     problem = SmdProblem.from_instance(instance)
     start = smd(problem, place_limit=0, search_steps=0, beyond=False)
-    placed, stats = improve(problem, start.placement, time_limit=0.3, seed=seed)
+    placed, stats = improve(problem, start.placement, steps=5, seed=seed)
     exact = smd_exact(problem, warm_start=False)
     assert placed.violations(problem) == []
     assert _objective(problem, placed) <= start.objective * (1 + 1e-12)
@@ -79,7 +79,7 @@ def test_lns_is_feasible_never_worse_than_its_start_nor_better_than_the_optimum(
 @given(regime_instances(max_jobs=14, max_machines=5))
 def test_smd_is_never_worse_than_the_paper_method_and_its_bound_holds(instance):
     problem = SmdProblem.from_instance(instance)
-    ours, paper = smd(problem, lns_limit=0.2), smd(problem, beyond=False)
+    ours, paper = smd(problem), smd(problem, beyond=False)
     exact = smd_exact(problem, warm_start=False)
     assert_valid(problem, ours)
     assert ours.objective <= paper.objective * (1 + 1e-12)
@@ -91,13 +91,13 @@ def test_lns_closes_most_of_the_gap_the_numpy_search_leaves_on_a_binding_instanc
     # a 20-job mixed-regime instance where the numpy search stops 12% above the optimum
     # (the optimum proven by smd_exact below, independently of the search)
     problem = SmdProblem.from_instance(parameter_server_instance(20, 6, seed=2, regime="mixed"))
-    numpy_only = smd(problem, place_limit=0)
+    numpy_only = smd(problem, place_limit=0, lns_steps=0)
     exact = smd_exact(problem, warm_start=False)
     assert exact.status.value == "optimal"
     assert numpy_only.objective > exact.objective * 1.005
-    # steps capped, not timed, and each given time to finish: the same steps under any load
-    placed, stats = improve(problem, numpy_only.placement, time_limit=600.0, step_limit=20.0,
-                            target=exact.objective, max_steps=60)
+    # each step given time to finish: the same steps under any load
+    placed, stats = improve(problem, numpy_only.placement, steps=60, step_limit=30.0,
+                            target=exact.objective)
     assert stats["solved"] == stats["steps"]
     assert placed.violations(problem) == []
     assert exact.objective * (1 - 1e-9) <= _objective(problem, placed) <= exact.objective * 1.005
@@ -114,10 +114,10 @@ def test_symmetry_breaking_does_not_change_the_optimum(instance):
     assert_valid(problem, broken)
 
 
-def test_lns_limit_reaches_smd_through_the_policy():
+def test_lns_steps_reach_smd_through_the_policy():
     instance = parameter_server_instance(12, 4, seed=2, regime="nic")
-    with pytest.raises(Exception, match="lns_limit must be a number of seconds >= 0"):
-        solve(instance, "smd", lns_limit=-1)
-    outcome = solve(instance, "smd", lns_limit=0.2)
-    assert outcome.details["lns"]["steps"] >= 1 or outcome.status.value == "optimal"
-    assert "lns" not in solve(instance, "smd", lns_limit=0).details
+    with pytest.raises(Exception, match="lns_steps must be an integer >= 0"):
+        solve(instance, "smd", lns_steps=-1)
+    outcome = solve(instance, "smd", lns_steps=3)
+    assert 1 <= outcome.details["lns"]["steps"] <= 3 or outcome.status.value == "optimal"
+    assert "lns" not in solve(instance, "smd", lns_steps=0).details

@@ -54,7 +54,7 @@ REPAIR_LIMIT = 30.0  # seconds the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
 PLACE_LIMIT = 0.25  # seconds CP-SAT may take to place the bound's configuration choice
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
-LNS_LIMIT = 0.0  # seconds of the large-neighbourhood search over the exact MILP (neighbourhood.py)
+DEFAULT_LNS_STEPS = 20  # steps of the large-neighbourhood search over the exact MILP (neighbourhood.py)
 
 
 @dataclass
@@ -216,7 +216,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
         seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
         place_limit: float = PLACE_LIMIT, beyond: bool = True,
-        lns_limit: float = LNS_LIMIT) -> SmdSolution:
+        lns_steps: int = DEFAULT_LNS_STEPS) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
     - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
@@ -234,14 +234,16 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     reaches it. details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
-    search), search (steps, improving steps, seconds), gap ((objective - bound) / objective),
+    search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
+    gap ((objective - bound) / objective),
     phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
     if not time_limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
-    if search_steps < 0:
-        raise ValueError(f"search_steps must be >= 0, got {search_steps!r}")
+    if search_steps < 0 or lns_steps < 0:
+        raise ValueError(f"search_steps and lns_steps must be >= 0, got {search_steps!r}, "
+                         f"{lns_steps!r}")
     clock, cpu = time.perf_counter(), time.process_time()
     cfg = problem.configurations()
     shares, total = _shares(problem, cfg)
@@ -308,9 +310,10 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
                                                     seed, bound)
     result = pack
-    if lns_limit > 0 and problem.num_jobs and beyond:
-        result, details["lns"] = improve(problem, Placement(pack.workers, pack.ps), lns_limit,
-                                         seed, target=bound)
+    if lns_steps and problem.num_jobs and beyond:
+        left = time_limit - (time.process_time() - cpu)
+        result, details["lns"] = improve(problem, Placement(pack.workers, pack.ps), lns_steps,
+                                         seed, time_limit=left, target=bound)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
     out = solution(problem, result, "smd", clock, bound=bound, details=details)
     out.details["gap"] = max(out.objective - bound, 0.0) / max(out.objective, 1e-12)

@@ -29,8 +29,9 @@ from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.model import Placement, SmdProblem
 
 SOLVER = "cpsat"
-MAX_JOBS = 8  # jobs freed per step
-STEP_LIMIT = 0.1  # seconds CP-SAT may take per step
+MAX_JOBS = 5  # jobs freed per step
+STEP_LIMIT = 1.0  # wall seconds CP-SAT may take per step (a safety: steps take 10-60 ms CPU)
+EXTRA_HOSTS = 2  # machines a step may move freed tasks to beyond those they were on
 
 
 def _neighbourhood(problem: SmdProblem, X: np.ndarray, Y: np.ndarray, left: np.ndarray,
@@ -48,26 +49,28 @@ def _neighbourhood(problem: SmdProblem, X: np.ndarray, Y: np.ndarray, left: np.n
     return jobs
 
 
-def improve(problem: SmdProblem, placement: Placement, time_limit: float, seed: int = 0,
+def improve(problem: SmdProblem, placement: Placement, steps: int, seed: int = 0,
             max_jobs: int = MAX_JOBS, step_limit: float = STEP_LIMIT,
-            target: float = -np.inf, max_steps: int | None = None) -> tuple[Placement, dict]:
-    """The search of the module docstring from `placement`, for `time_limit` seconds (wall), at
-    most `max_steps` steps (None: no cap), or until the objective is within 1e-9 of `target` (a
-    lower bound). With one thread and steps CP-SAT solves within `step_limit`, a fixed seed and
-    step count give the same answer on every run. Returns the best placement
-    and statistics: steps, improved (steps that lowered the objective), solved (steps CP-SAT
-    solved to optimality), seconds, and `skipped` ("no solver") when CP-SAT is missing."""
-    clock = time.perf_counter()
+            time_limit: float = np.inf, target: float = -np.inf) -> tuple[Placement, dict]:
+    """The search of the module docstring from `placement`: `steps` steps, fewer when
+    `time_limit` seconds of CPU time pass first or once the objective is within 1e-9 of
+    `target` (a lower bound). With one thread and every step solved within `step_limit`, a
+    fixed seed gives the same answer on every run (CP-SAT's time limit is wall-clock: on a
+    heavily loaded machine a step may stop early and the answer differ). Returns the best
+    placement and statistics: steps, improved (steps that lowered the objective), solved
+    (steps CP-SAT solved to optimality), seconds (wall), and `skipped` ("no solver") when
+    CP-SAT is missing."""
+    clock, cpu = time.perf_counter(), time.process_time()
     X, Y = placement.workers.copy(), placement.ps.copy()
     n = X.shape[0]
     stats = {"steps": 0, "improved": 0, "solved": 0, "seconds": 0.0}
-    if n == 0 or time_limit <= 0:
+    if n == 0 or steps <= 0:
         return placement, stats
     rng = np.random.default_rng(seed)
     times = problem.completion_time(X.sum(axis=1), Y.sum(axis=1))
     finite = np.isfinite(problem.capacity)
-    while time.perf_counter() - clock < time_limit and times.sum() > target * (1 + 1e-9) \
-            and (max_steps is None or stats["steps"] < max_steps):
+    while stats["steps"] < steps and time.process_time() - cpu < time_limit \
+            and times.sum() > target * (1 + 1e-9):
         left = np.where(finite, problem.capacity - problem.usage(X, Y), np.inf)
         jobs = _neighbourhood(problem, X, Y, left, rng, max_jobs)
         stats["steps"] += 1
@@ -77,19 +80,21 @@ def improve(problem: SmdProblem, placement: Placement, time_limit: float, seed: 
         kept[jobs] = False
         room = problem.capacity - problem.usage(X * kept[:, None], Y * kept[:, None])
         room = np.where(finite, np.maximum(room, 0.0), np.inf)
-        # machines with room for the smallest task of some freed job
-        hosts = np.flatnonzero(
-            (room[None] >= problem.worker_demand[jobs][:, None] - 1e-9).all(axis=2).any(axis=0)
-            | (room[None] >= problem.ps_demand[jobs][:, None] - 1e-9).all(axis=2).any(axis=0))
+        # the machines the freed jobs were on, and EXTRA_HOSTS more with room for one of their
+        # tasks (machines a sub-problem spans cost CP-SAT more than jobs do)
+        on = (X[jobs] + Y[jobs]).sum(axis=0) > 0
+        room_for = ((room[None] >= problem.worker_demand[jobs][:, None] - 1e-9).all(axis=2)
+                    | (room[None] >= problem.ps_demand[jobs][:, None] - 1e-9).all(axis=2)).any(axis=0)
+        extra = np.flatnonzero(room_for & ~on)
+        extra = rng.choice(extra, size=min(extra.size, EXTRA_HOSTS), replace=False)
+        hosts = np.union1d(np.flatnonzero(on), extra)
         sub = problem.restrict(jobs, hosts, room[hosts])
         cfg = sub.configurations()
         program = exact_program(sub, cfg, symmetry=False)
         hint = program.start(cfg, Placement(X[np.ix_(jobs, hosts)], Y[np.ix_(jobs, hosts)]))
-        spent = time.perf_counter() - clock
         try:
-            result = Solver(SOLVER, SolveOptions(
-                time_limit=max(min(step_limit, time_limit - spent), 1e-3), threads=1,
-                start=hint)).solve(program.lp)
+            result = Solver(SOLVER, SolveOptions(time_limit=step_limit, threads=1,
+                                                 start=hint)).solve(program.lp)
         except SolveError:
             stats["skipped"] = "no solver"
             break

@@ -23,7 +23,7 @@ from schedopt.core.decisions import DecisionKind, PsConfiguration
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.smd.algorithm import (DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS,
-                                             DEFAULT_SEARCH_STEPS, DEFAULT_TIME_LIMIT, LNS_LIMIT,
+                                             DEFAULT_LNS_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_LIMIT,
                                              PLACE_LIMIT,
                                              SmdSolution, smd)
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
@@ -61,30 +61,30 @@ def _no_solver(policy: str, solver: str) -> None:
 def smd_policy(instance: Instance, solver: str, options: SolveOptions,
                epsilon: float = DEFAULT_EPSILON, max_iterations: int = DEFAULT_MAX_ITERATIONS,
                search_steps: int = DEFAULT_SEARCH_STEPS, seed: int = 0,
-               place_limit: float = PLACE_LIMIT, lns_limit: float = LNS_LIMIT) -> Outcome:
+               place_limit: float = PLACE_LIMIT, lns_steps: int = DEFAULT_LNS_STEPS) -> Outcome:
     """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
     residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
     ruin-and-recreate steps after the paper's method, seed its random choices, place_limit the
     seconds CP-SAT may take to place the Lagrangian bound's choice (0: not tried; then smd is
-    numpy only unless nothing else places one worker and one PS per job), lns_limit the
-    seconds of the large-neighbourhood search over the exact MILP (CP-SAT; 0: none). options.time_limit
+    numpy only unless nothing else places one worker and one PS per job), lns_steps the
+    steps of the large-neighbourhood search over the exact MILP (CP-SAT; 0: none). options.time_limit
     (CPU seconds of the whole call, default DEFAULT_TIME_LIMIT) stops the search early."""
     _no_solver("smd", solver)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
         raise PolicyError(f"epsilon must be a number in (0, 1), got {epsilon!r}")
     for name, value, least in (("max_iterations", max_iterations, 1),
-                               ("search_steps", search_steps, 0), ("seed", seed, 0)):
+                               ("search_steps", search_steps, 0), ("seed", seed, 0),
+                               ("lns_steps", lns_steps, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise PolicyError(f"{name} must be an integer >= {least}, got {value!r}")
-    for name, value in (("place_limit", place_limit), ("lns_limit", lns_limit)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not 0 <= value < float("inf"):
-            raise PolicyError(f"{name} must be a number of seconds >= 0, got {value!r}")
+    if isinstance(place_limit, bool) or not isinstance(place_limit, (int, float)) \
+            or not 0 <= place_limit < float("inf"):
+        raise PolicyError(f"place_limit must be a number of seconds >= 0, got {place_limit!r}")
     problem = SmdProblem.from_instance(instance)
     limit = DEFAULT_TIME_LIMIT if options.time_limit is None else options.time_limit
     return _outcome(problem, smd(problem, float(epsilon), max_iterations, search_steps, seed,
                                  time_limit=limit, place_limit=min(float(place_limit), limit),
-                                 lns_limit=min(float(lns_limit), limit)),
+                                 lns_steps=lns_steps),
                     HEURISTIC)
 
 
@@ -107,16 +107,16 @@ class SmdOptions:
     """epsilon: stopping tolerance of the sum-of-ratios residuals, in (0, 1); max_iterations:
     cap on its Newton iterations; search_steps: ruin-and-recreate steps after the paper's
     method; seed: the search's random choices; place_limit: seconds CP-SAT may take to place
-    the Lagrangian bound's configuration choice (0: not tried, numpy only); lns_limit: seconds
-    of the large-neighbourhood search over the exact MILP after the numpy search (CP-SAT; 0:
-    none)."""
+    the Lagrangian bound's configuration choice (0: not tried, numpy only); lns_steps: steps
+    of the large-neighbourhood search over the exact MILP after the numpy search (CP-SAT, a few
+    jobs at a time; 0: none, numpy only)."""
 
     epsilon: float = DEFAULT_EPSILON
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     search_steps: int = DEFAULT_SEARCH_STEPS
     seed: int = 0
     place_limit: float = PLACE_LIMIT
-    lns_limit: float = LNS_LIMIT
+    lns_steps: int = DEFAULT_LNS_STEPS
 
 
 class _SmdPolicy(Policy):

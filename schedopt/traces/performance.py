@@ -108,7 +108,7 @@ def gavel_performance(source: str | os.PathLike | GavelTable, gpu_types=None, *,
                       labels=None, colocation: bool = True) -> dict:
     """The `performance` section from Gavel's table (a path, or `read_gavel_throughputs`' result).
 
-    throughput[label][gpu]: isolated steps/s ("null"); unconsolidated[label][gpu]: the same
+    `throughput[label][gpu]`: isolated steps/s ("null"); `unconsolidated[label][gpu]`: the same
     from `<gpu>_unconsolidated`, for s > 1 where present; colocated: `colocated_pairs`.
     `gpu_types` default: every worker type in the file except *_unconsolidated, v100, p100,
     k80 first. `labels` (optional) keeps only those job types.

@@ -340,3 +340,72 @@ def study(source, fractions, target, seeds, methods, ranks, lambdas, ensemble, s
             for r in summary.itertuples()]
     click.echo(render.table(["target", "hidden", "method", "entries", "unfilled", "MRE", "MRE range",
                              "median", "p90", "worst p90", "within 2 sd", "less error than als"], rows))
+
+
+@perf_group.command("suggest")
+@click.argument("source", type=FILE)
+@click.option("--budget", "-k", type=click.IntRange(min=1), required=True,
+              help="How many measurements to suggest (a pair counts once: one run measures both sides).")
+@click.option("--strategy", type=click.Choice(["maxmin", "uncertainty", "random"]), default="maxmin",
+              show_default=True,
+              help="maxmin: the cells whose uncertainty costs max-min fairness the most; "
+                   "uncertainty: the most uncertain estimates; random: a random draw.")
+@click.option("--gpus", default=None, metavar="N|TYPE=N,...",
+              help="With maxmin: GPUs per type of the cluster (default: as many as job types).")
+@click.option("--candidates", type=click.IntRange(min=1), default=40, show_default=True,
+              help="With maxmin: the most uncertain isolated cells scored (two max-min solves each).")
+@_completion_options
+@click.option("--json", "as_json", is_flag=True, help="Print the suggestions as JSON.")
+def suggest_command(source, budget, strategy, gpus, candidates, ranks, lambdas, ensemble, seed, as_json):
+    """Which unmeasured cells of SOURCE's performance model to profile next.
+
+    SOURCE: a schedopt-perf/1 model, an instance or Gavel's throughput file. The model is
+    completed (low-rank, with uncertainties) and its missing cells ranked: by how much not
+    knowing each one can cost max-min fairness on the cluster (maxmin; see
+    docs/performance-models.md), by uncertainty, or at random.
+
+    \b
+    schedopt perf suggest holes.json --budget 10
+    schedopt perf suggest holes.json --budget 10 --strategy uncertainty --json
+    """
+    from schedopt.perf import read_model
+    from schedopt.perf.active import suggest
+
+    model, _ = read_model(source)
+    capacity = _capacity(gpus, model.gpu_types) if gpus else None
+    picks = suggest(model, budget, strategy, capacity=capacity, candidates=candidates,
+                    **_complete_kwargs(ranks, lambdas, ensemble, seed))
+    if as_json:
+        click.echo(json.dumps(_finite([p.__dict__ for p in picks]), indent=1, allow_nan=False))
+        return
+    if not picks:
+        click.echo("nothing to measure: no cell of the model is missing")
+        return
+    rows = [[p.job_type, p.gpu_type, p.partner or "-",
+             "-" if math.isnan(p.estimate) else f"{p.estimate:.4g}",
+             "-" if math.isnan(p.uncertainty) else f"{100 * p.uncertainty:.0f}%",
+             f"{100 * p.score:.1f}%" if strategy == "maxmin" else "-"]
+            for p in picks]
+    click.echo(render.table(["job type", "GPU type", "sharing with", "estimate (steps/s)", "+-",
+                             "max-min level at risk"], rows))
+
+
+def _capacity(text: str, gpu_types) -> np.ndarray:
+    """'36' -> 36 of every type; 'v100=36,k80=12' -> those (every type must be named)."""
+    text = text.strip()
+    try:
+        if "=" not in text:
+            return np.full(len(gpu_types), float(text))
+        pairs = dict(part.split("=") for part in text.replace(" ", "").split(",") if part)
+        values = {k: float(v) for k, v in pairs.items()}
+    except ValueError:
+        raise click.BadParameter(f"expected N or TYPE=N,..., got {text!r}", param_hint="--gpus") from None
+    unknown = sorted(set(values) - set(gpu_types))
+    lacking = [g for g in gpu_types if g not in values]
+    if unknown or lacking:
+        raise click.BadParameter(f"name every GPU type of the model ({', '.join(gpu_types)}) once; "
+                                 f"unknown: {', '.join(unknown) or '-'}, missing: {', '.join(lacking) or '-'}",
+                                 param_hint="--gpus")
+    if any(v <= 0 for v in values.values()):
+        raise click.BadParameter("GPU counts must be > 0", param_hint="--gpus")
+    return np.array([values[g] for g in gpu_types])

@@ -2,6 +2,8 @@
 
     python benchmarks/smd_regimes.py                        # 50 instances per regime (hours)
     python benchmarks/smd_regimes.py --per-regime 8 --exact-limit 60
+    python benchmarks/smd_regimes.py --first 8 --per-regime 8 --verbose > more.log   # more
+    python benchmarks/smd_regimes.py --summarize first.log more.log --exact-limit 60  # one table
 
 Instances are drawn at run time (nothing is read from disk):
 `parameter_server_document(jobs, machines, seed, regime=R)` for R in loose, nic, cpu, memory,
@@ -9,7 +11,7 @@ mixed, with jobs uniform in 16..60 and machines uniform in max(6, ceil(jobs / 4)
 drawn from numpy default_rng(2021 + instance index); the generator's own seed is the index.
 
 Per instance: `smd` (defaults; its objective, wall and CPU seconds, status), `smd` with
-lns_limit=0 (numpy only after the CP-SAT placement of the bound's choice: the search of the
+lns_steps=0 (numpy only after the CP-SAT placement of the bound's choice: the search of the
 previous release), `smd` with beyond=False (the paper's method alone), `smd_exact` (cpsat,
 `--exact-limit` seconds, started from smd; its optimum or best bound and wall seconds to proven
 optimality). Two gaps per method, (objective - reference) / reference:
@@ -26,6 +28,7 @@ CPU: the CPU time is what an idle core would take when the machine is shared).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import time
@@ -64,7 +67,7 @@ def cpu_timed(f):
 
 def row(problem: SmdProblem, exact_limit: float) -> dict:
     ours, ours_s, ours_cpu = cpu_timed(lambda: smd(problem))
-    numpy_only, _ = timed(lambda: smd(problem, lns_limit=0))
+    numpy_only, _ = timed(lambda: smd(problem, lns_steps=0))
     paper, _ = timed(lambda: smd(problem, beyond=False))
     exact, exact_s = timed(lambda: smd_exact(problem, options=SolveOptions(time_limit=exact_limit)))
     proven = exact.status.value == "optimal"
@@ -103,33 +106,50 @@ def summary(regime: str, rows: list[dict], exact_limit: float) -> str:
             f"{f'{max(times):.1f}' if times else '-'} | {secs(forty)} ({len(forty)}) |")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-regime", type=int, default=50)
-    parser.add_argument("--exact-limit", type=float, default=120.0,
-                        help="smd_exact's time limit per instance, seconds")
-    parser.add_argument("--regimes", default=",".join(REGIMES))
-    parser.add_argument("--verbose", action="store_true", help="one line per instance")
-    args = parser.parse_args()
-    lines = []
-    for regime in args.regimes.split(","):
-        rows = []
-        for index in range(args.per_regime):
-            r = row(draw(regime, index), args.exact_limit)
-            rows.append(r)
-            if args.verbose:
-                print(regime, index, {k: (round(v, 5) if isinstance(v, float) else v)
-                                      for k, v in r.items()}, flush=True)
-        lines.append(summary(regime, rows, args.exact_limit))
-    print(f"\nsmd vs smd_exact (cpsat, {args.exact_limit:g} s limit); gaps to the exact optimum "
-          f"or best bound\n")
+def table(rows: dict[str, list[dict]], exact_limit: float) -> None:
+    print(f"\nsmd vs smd_exact (cpsat, {exact_limit:g} s limit); gaps to the exact optimum "
+          f"or best bound, and to the best found\n")
     print("| regime | instances | smd infeasible where exact is not (paper alone) | smd median "
           "gap | smd worst gap | smd median gap to best found | smd worst gap to best found | "
           "numpy-only median gap | numpy-only worst gap | paper median gap | paper worst gap | "
           "best found above bound, median | smd max wall s | smd max CPU s | exact proven | "
           "exact median s | exact max s | exact median s, 35-45 jobs (count) |")
     print("|---|" + "---:|" * 17)
-    print("\n".join(lines))
+    print("\n".join(summary(regime, found, exact_limit) for regime, found in rows.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-regime", type=int, default=50)
+    parser.add_argument("--first", type=int, default=0, help="index of the first instance")
+    parser.add_argument("--exact-limit", type=float, default=120.0,
+                        help="smd_exact's time limit per instance, seconds")
+    parser.add_argument("--regimes", default=",".join(REGIMES))
+    parser.add_argument("--verbose", action="store_true",
+                        help="one JSON line per instance (what --summarize reads)")
+    parser.add_argument("--summarize", nargs="+", metavar="LOG",
+                        help="print the table of the instance lines of earlier --verbose runs")
+    parser.add_argument("--no-timing", action="store_true", help="leave out smd at 60 jobs")
+    args = parser.parse_args()
+    rows: dict[str, list[dict]] = {}
+    if args.summarize:
+        for path in args.summarize:
+            with open(path) as log:
+                for line in log:
+                    if line.startswith("{"):
+                        found = json.loads(line)
+                        rows.setdefault(found.pop("regime"), []).append(found)
+        table(rows, args.exact_limit)
+        return
+    for regime in args.regimes.split(","):
+        for index in range(args.first, args.first + args.per_regime):
+            r = row(draw(regime, index), args.exact_limit)
+            rows.setdefault(regime, []).append(r)
+            if args.verbose:
+                print(json.dumps({"regime": regime, "index": index, **r}), flush=True)
+    table(rows, args.exact_limit)
+    if args.no_timing:
+        return
     # smd at 60 jobs
     print("\n| smd at 60 jobs / 20 machines (seed 7) | wall s | CPU s | gap to its own bound |")
     print("|---|---:|---:|---:|")
@@ -138,6 +158,7 @@ def main() -> None:
         p = SmdProblem.from_instance(parse_instance(doc))
         result, wall, cpu = min((cpu_timed(lambda: smd(p)) for _ in range(3)), key=lambda t: t[2])
         print(f"| {regime} | {wall:.2f} | {cpu:.2f} | {result.details['gap']:.2%} |")
+
 
 if __name__ == "__main__":
     main()

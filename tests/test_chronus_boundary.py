@@ -217,3 +217,28 @@ def test_policy_errors_name_the_problem():
                           "jobs": [{"id": "x", "throughput": {"v100": 1.0}, "deadline": 60}]})
     with pytest.raises(SchedoptError, match="need total_steps.*x"):
         solve(bad, "chronus")
+
+
+def test_fill_order_puts_slo_jobs_that_can_still_meet_a_deadline_first():
+    from schedopt.policies.chronus.boundary import fill_order
+
+    # now = 1000 s, overhead 10 s. a: best effort, 50 s x 1 GPU (service 50). b: SLO due at
+    # 1300, 280 s left: 290 <= 300, meetable. c: SLO due at 1100, 95 s left: 105 > 100, past
+    # hope unless held (then 95 <= 100). d: SLO with options due 1050 (40 + 10 <= 50: meetable)
+    # and 2000. e: SLO due 1200, 100 s x 4 GPUs.
+    jobs = LeaseJobs(np.array([1, 1, 1, 1, 4]), np.array([50.0, 280.0, 95.0, 40.0, 100.0]),
+                     np.array([1, 2, 3, 3, 4]),
+                     np.array([1300.0, 1100.0, 1050.0, 2000.0, 1200.0]),
+                     np.ones(5))
+    deadline = LeaseSettings(L, 10.0)
+    everyone = np.arange(5)
+    # meetable by due time: d (1050), e (1200), b (1300); then a (service 50), c (95)
+    assert fill_order(jobs, everyone, 1000.0, deadline).tolist() == [3, 4, 1, 0, 2]
+    held = np.array([False, False, True, False, False])
+    assert fill_order(jobs, everyone, 1000.0, deadline, held).tolist() == [3, 2, 4, 1, 0]
+    # "service": GPU-seconds left, a 50, d 40, c 95, b 280, e 400
+    service = LeaseSettings(L, 10.0, fill="service")
+    assert fill_order(jobs, everyone, 1000.0, service).tolist() == [3, 0, 2, 1, 4]
+    assert fill_order(jobs, np.array([4, 0]), 1000.0, deadline).tolist() == [4, 0]
+    with pytest.raises(PolicyError, match="fill must be one of"):
+        LeaseSettings(L, 10.0, fill="random")

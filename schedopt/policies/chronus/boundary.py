@@ -30,7 +30,8 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
   ones happens to fail.
 - `plan_boundary`: the lease MILP over the admitted jobs (must get an option) and the other SLO
   jobs with a reachable option (may); then the GPUs the MILP leaves free in lease 0 go to every
-  other waiting job, shortest remaining service (GPU-seconds) first (`fill_in_order`).
+  other waiting job: SLO jobs that can still meet a deadline first (earliest deadline first),
+  then shortest remaining service (GPU-seconds) first (`fill_order`, `fill_in_order`).
   sigma "adaptive" is -1 (guaranteed jobs run late, leaving lease 0 to others) when a job that
   is not guaranteed waits, else +1 (run guaranteed jobs early).
 """
@@ -149,6 +150,7 @@ DEFAULT_SLOTS_PER_DOUBLING = 16
 # 20-min leases and 30 s (2.5%) counting the overhead in every lease is close to exact, and
 # Chronus decides as it always has.
 RUN_THROUGH_OVERHEAD = 0.05
+FILLS = ("deadline", "service")
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,11 @@ class LeaseSettings:
     and keeps them pays nothing), "lease" in every lease (Chronus's artifact: conservative,
     far from exact at short leases; run_through applies only there); work_conserving: in a
     simulation, GPUs idle between boundaries (a job finished, none was planned) go at once to
-    waiting jobs, arrivals included, until the next boundary (`LeaseBoundary.until`)."""
+    waiting jobs, arrivals included, until the next boundary (`LeaseBoundary.until`); fill: the
+    order in which the GPUs the lease MILP leaves free go to the other jobs (`fill_order`):
+    "deadline" (SLO jobs that can still meet a deadline first, earliest first, then the rest
+    by shortest remaining service) or "service" (shortest remaining service for all, as in
+    Chronus's artifact)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -179,8 +185,11 @@ class LeaseSettings:
     run_through: bool | None = None
     resume_overhead_per: str = "run"
     work_conserving: bool = True
+    fill: str = "deadline"
 
     def __post_init__(self):
+        if self.fill not in FILLS:
+            raise PolicyError(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
         if not isinstance(self.work_conserving, (bool, np.bool_)):
             raise PolicyError(f"work_conserving must be true or false, got "
                               f"{self.work_conserving!r}")
@@ -550,9 +559,7 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
                                dtype=bool)
         running[planned[holds_first]] = True
     free = capacity - int(jobs.gpus[running].sum())
-    service = jobs.remaining_s * jobs.gpus
-    order = np.flatnonzero(~running)
-    order = order[np.argsort(service[order], kind="stable")]
+    order = fill_order(jobs, np.flatnonzero(~running), now, settings, held)
     running[fill_in_order(jobs.gpus, order, free)] = True
     unplaced = planned[list(plan.unplaced)] if plan is not None else np.zeros(0, dtype=np.int64)
     reserved = {} if plan is None else {
@@ -648,6 +655,27 @@ def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
         job = int(keep[rest][i])
         out[job] = out[job] + tuple(t + 1 for t in leases)
     return out
+
+
+def fill_order(jobs: LeaseJobs, candidates: np.ndarray, now: float, settings: LeaseSettings,
+               held: np.ndarray | None = None) -> np.ndarray:
+    """`candidates` (job indices) in the order the GPUs left free go to them. fill "service":
+    shortest remaining service (remaining_s x GPUs) first. fill "deadline": first the SLO jobs
+    that can still meet a deadline option by running from now (remaining_s plus the resume
+    overhead, waived for `held` jobs, fits before it), earliest such deadline first; then the
+    others (best effort, and SLO jobs past hope) by shortest remaining service. Ties: index."""
+    candidates = np.asarray(candidates, dtype=np.int64)
+    service = jobs.remaining_s * jobs.gpus
+    if settings.fill == "service":
+        return candidates[np.argsort(service[candidates], kind="stable")]
+    lost = np.full(jobs.num_jobs, settings.resume_overhead_s)
+    if held is not None:
+        lost[held] = 0.0
+    k = jobs.option_job
+    meets = jobs.option_deadline_s - now >= jobs.remaining_s[k] + lost[k] - 1e-9
+    due = np.full(jobs.num_jobs, np.inf)
+    np.minimum.at(due, k[meets], jobs.option_deadline_s[meets])
+    return candidates[np.lexsort((candidates, service[candidates], due[candidates]))]
 
 
 def fill_in_order(gpus: np.ndarray, order: np.ndarray, free: int) -> np.ndarray:

@@ -29,6 +29,7 @@ from schedopt.policies.chronus.boundary import (
     admit_arrivals,
     demote_hopeless,
     fill_in_order,
+    fill_order,
     lease_grid,
     plan_boundary,
     slot_leases,
@@ -49,7 +50,8 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    horizon_seconds: float | None = DEFAULT_HORIZON_SECONDS,
                    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING,
                    run_through: bool | None = None,
-                   resume_overhead_per: str = "run", work_conserving: bool = True) -> Outcome:
+                   resume_overhead_per: str = "run", work_conserving: bool = True,
+                   fill: str = "deadline") -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -65,7 +67,8 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     clock = time.perf_counter()
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
     settings = _settings(session, lease_seconds, resume_overhead_s, horizon_leases, sigma,
-                         horizon_seconds, slots_per_doubling, run_through, resume_overhead_per)
+                         horizon_seconds, slots_per_doubling, run_through, resume_overhead_per,
+                         fill)
     if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
         return _pools_outcome(instance, settings, round_up, session, clock)
     if gpu_type == ALL_TYPES:
@@ -104,14 +107,14 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
 
 def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases, sigma,
               horizon_seconds, slots_per_doubling, run_through,
-              resume_overhead_per) -> LeaseSettings:
+              resume_overhead_per, fill="deadline") -> LeaseSettings:
     """The lease settings of the options, the MILP on the session's backend within its time
     limit (DEFAULT_TIME_LIMIT s when it has none)."""
     limit = session.settings.time_limit
     return LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma,
                          session.name or DEFAULT_SOLVER,
                          DEFAULT_TIME_LIMIT if limit is None else limit, horizon_seconds,
-                         slots_per_doubling, run_through, resume_overhead_per)
+                         slots_per_doubling, run_through, resume_overhead_per, fill=fill)
 
 
 def _grown(memory: dict, key: str, size: int, dtype=bool) -> np.ndarray:
@@ -193,22 +196,18 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
     return outcome
 
 
-def chronus_between(boundary: LeaseBoundary) -> Outcome:
+def chronus_between(boundary: LeaseBoundary, options: ChronusOptions,
+                     solver: Solver) -> Outcome:
     """Chronus between two boundaries (`LeaseBoundary.until` set): the idle GPUs go to the
-    waiting jobs, admitted ones first (earliest deadline first), then the others by shortest
-    remaining service (GPU-seconds), as the boundary's fill orders them; a job that does not
-    fit is skipped. No admission, no MILP: the admitted jobs' reservations are untouched (the
-    GPUs are idle until the next boundary, and a job that runs early only needs less later)."""
+    waiting jobs in the order of the boundary's fill (`fill_order`: by default SLO jobs that
+    can still meet a deadline, earliest first, then shortest remaining service); a job that
+    does not fit is skipped. No admission, no MILP: the admitted jobs' reservations are
+    untouched (the GPUs are idle until the next boundary, and a job that runs early only needs
+    less later)."""
     clock = time.perf_counter()
     jobs, n = boundary.jobs, boundary.jobs.num_jobs
-    memory = boundary.memory or {}
-    admitted = np.zeros(n, dtype=bool)
-    ever = memory.get("admitted")
-    if ever is not None and boundary.run_index is not None:
-        inside = boundary.run_index < ever.size
-        admitted[inside] = ever[boundary.run_index[inside]]
-    service = jobs.remaining_s * jobs.gpus
-    order = np.lexsort((service, np.where(admitted, boundary.deadline, np.inf), ~admitted))
+    settings = _online_settings(options, solver.name, solver.settings.time_limit)
+    order = fill_order(jobs, np.arange(n), boundary.now, settings)
     running = np.zeros(n, dtype=bool)
     running[fill_in_order(jobs.gpus, order, boundary.capacity)] = True
     ids = boundary.ids
@@ -268,7 +267,10 @@ class ChronusOptions:
     round_up: round GPU counts up to 1, 2, 4, 8n; resume_overhead_per: "run" counts the resume
     overhead once per run of consecutive leases a job holds, as a simulation charges it,
     "lease" in every lease (conservative; see `LeaseSettings`); work_conserving: in a simulation,
-    GPUs idle between boundaries go at once to waiting jobs (`chronus_between`)."""
+    GPUs idle between boundaries go at once to waiting jobs (`chronus_between`); fill: who
+    gets the GPUs the lease MILP leaves free, "deadline" (SLO jobs that can still meet a
+    deadline, earliest first, then shortest remaining service) or "service" (shortest
+    remaining service, Chronus's artifact; `boundary.fill_order`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -281,6 +283,7 @@ class ChronusOptions:
     run_through: bool | None = None
     resume_overhead_per: str = "run"
     work_conserving: bool = True
+    fill: str = "deadline"
 
 
 class Chronus(Policy):
@@ -311,7 +314,7 @@ class Chronus(Policy):
     def solve(self, problem, options: ChronusOptions, solver) -> Outcome:
         boundary = event_of(problem, LeaseBoundary)
         if boundary is not None and boundary.until is not None:
-            return chronus_between(boundary)
+            return chronus_between(boundary, options, solver)
         if boundary is not None:
             return chronus_online(boundary, options, solver)
         outcome = chronus_policy(problem.instance, solver, **dataclasses.asdict(options))

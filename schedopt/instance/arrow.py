@@ -105,7 +105,8 @@ def arrow_jobs(doc: dict, base: str | os.PathLike | None) -> JobTable | None:
         return None
     ids = id_column.to_pylist()
     M = len(ids)
-    if "" in ids or len(set(ids)) != M or not set(perf.get("cpu_time", {})) <= set(ids):
+    distinct = set(ids)
+    if len(distinct) != M or "" in distinct or not set(perf.get("cpu_time", {})) <= distinct:
         return None
     numbers = {key: _numbers(table, key, job_rule(key), _DEFAULTS[key]) for key in _NUMBERS}
     step = _resolve(schema()["$defs"]["steps"])

@@ -18,15 +18,22 @@ Arguments keep Gavel's shapes: `throughputs[job_id][worker_type]` in steps/s,
 the first job's throughputs, sorted, as in Gavel. The result is `{job_id: {worker_type: time
 fraction}}`, or None when there are no jobs. Job ids may be any sortable keys (Gavel's JobIdPair
 included). The hierarchical water filling takes Gavel's `entity_weights` and
-`entity_to_job_mapping` ({entity: [job ids]}). Which names are not offered, and why:
-`UNSUPPORTED`; docs/gavel-adapter.md has the table.
+`entity_to_job_mapping` ({entity: [job ids]}). Every name of Gavel's `utils.get_policy` is
+offered (`allox_alpha=A` too); docs/gavel-adapter.md has the table, and which optimum each
+returns where its LP has many (`spread_over_types`, `average_interchangeable_jobs`,
+LEXIMIN_OPTIMUM, FTF_LEXIMIN, MAKESPAN_LEXIMIN).
 
 Packed names (`PACKED`): Gavel's scheduler offers job pairs to a policy whose name holds
 `Packing`: `throughputs` then also has a key per pair of jobs (Gavel's JobIdPair: `is_pair()`
 true, `singletons()` its two jobs) whose value per worker type is [steps/s of the first job,
 of the second] while they share GPUs. The adapter reads them as a co-location table with one
 label per job (`build_pair_table`) and returns, as Gavel's packed policies do, each job's solo
-time fractions under its own id and each pair's time fractions under the pair's key.
+time fractions under its own id and each pair's time fractions under the pair's key. `gandiva`
+is packed too (`baselines.gandiva`); `allox` decides whole GPUs (`allox.matching`).
+
+State kept across calls, as Gavel's objects keep it: the isolated time credited to each job
+(finish-time fairness), the GPU type each running job holds (`fifo`, `allox`) and Gandiva's
+pairs with its seeded generator.
 """
 
 from __future__ import annotations

@@ -25,45 +25,19 @@ from pathlib import Path
 
 import numpy as np
 
-from schedopt.perf import complete, gavel_model
-from schedopt.perf.active import decision_rows, maxmin_allocation, maxmin_level, suggest
+from schedopt.perf import gavel_model
+from schedopt.perf.active import decision_rows, measurement_curve
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT.parent / "shared" / "trace-samples" / "gavel" / "simulation_throughputs.json"
 
 
 def run(truth, strategy: str, seed: int, gpus: float, step: int, target: float, ensemble: int) -> dict:
-    """One trajectory: measurements made and the relative level after each step."""
-    J = len(truth.gpu_types)
-    rows = decision_rows(truth)
-    s = truth.scale_factors[rows].astype(float)
-    cap = np.full(J, gpus)
-    T = truth.values[rows][:, :J]
-    best = maxmin_level(T, maxmin_allocation(T, s, cap), s, cap)
-    rng = np.random.default_rng(seed)
-    positive = truth.values[:, :J] > 0
-    start = np.zeros(truth.shape, dtype=bool)
-    for r in range(truth.shape[0]):  # one positive cell per job type, and every known zero
-        options = np.flatnonzero(positive[r])
-        if options.size:
-            start[r, rng.choice(options)] = True
-    start[:, :J] |= ~positive
-    known = start.copy()
-    history = []
-    while True:
-        seen = truth.hide(~known)
-        done = complete(seen, seed=seed, ensemble=ensemble)
-        E = np.nan_to_num(done.model.values[rows][:, :J], nan=0.0)
-        level = maxmin_level(T, maxmin_allocation(E, s, cap), s, cap) / best
-        measured = int((known & ~start).sum())
-        history.append((measured, level))
-        if level >= target or not (~known[:, :J]).any():
-            break
-        picks = suggest(seen, step, strategy, capacity=cap, seed=seed, completed=done.model)
-        for p in picks:
-            known[truth.job_types.index(p.job_type), truth.gpu_types.index(p.gpu_type)] = True
-    reached = next((m for m, lvl in history if lvl >= target), None)
-    return {"reached": reached, "history": history}
+    """One trajectory (`measurement_curve`) and the measurements made when it first reached
+    the target (None if it never did)."""
+    curve = measurement_curve(truth, strategy, seed=seed, capacity=np.full(len(truth.gpu_types), gpus),
+                              step=step, target=target, ensemble=ensemble)
+    return {"reached": next((m for m, level in curve if level >= target), None), "history": curve}
 
 
 def main():

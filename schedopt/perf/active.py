@@ -14,9 +14,11 @@ and returns the k best:
   that one cell changed), the allocation X_E made from E reaches the max-min level
   L_S(X_E), while measuring the cell first would give X_S and L_S(X_S); the cell's score
   is the mean regret (L_S(X_S) - L_S(X_E)) / L_S(X_S) over the two scenarios, the share of
-  fairness lost by deciding without it. Only the `candidates` most uncertain isolated cells
-  are scored (two max-min solves each); pair cells, which max-min across GPU types does not
-  read, and ties fall back to uncertainty order.
+  fairness lost by deciding without it. Every missing isolated cell is first screened in
+  closed form (X_E kept, L_S(X_S) taken as the current level: only the cell's own job's level
+  changes); the `candidates` cells the screen ranks first get the exact regret (two max-min
+  solves each). Pair cells, which max-min across GPU types does not read, and ties follow in
+  uncertainty order.
 
 Max-min fairness here is Gavel's heterogeneity-aware policy (`max_min_fairness_perf`,
 `schedopt.policies.gavel.lp.max_min_fairness`) with one job per job type, its scale factor
@@ -147,16 +149,74 @@ def _maxmin_scores(model, completed, units, first, unc, capacity, candidates) ->
     position = np.full(R, -1)
     position[rows] = np.arange(rows.size)
     r_of, c_of = np.divmod(first, C)
-    isolated = (c_of < J) & (position[r_of] >= 0) & np.isfinite(unc) & (unc > 0)
-    chosen = np.flatnonzero(isolated)
-    chosen = chosen[np.argsort(-unc[chosen], kind="stable")][:candidates]
+    isolated = np.flatnonzero((c_of < J) & (position[r_of] >= 0) & np.isfinite(unc) & (unc > 0))
+    if isolated.size == 0:
+        return scores
+    # screen every cell in closed form: X kept, only job m's level changes in scenario S
+    q = cap / cap.sum()
+    num, norm = np.einsum("mj,mj->m", E, X), E @ q
+    levels = s * num / norm
+    L = float(levels.min())
+    low = np.sort(levels)[:2]
+    m, g = position[r_of[isolated]], c_of[isolated]
+    others = np.where(levels[m] == low[0], low[-1], low[0])  # the lowest level of the other jobs
+    screen = np.zeros(isolated.size)
+    for sign in (-1.0, 1.0):
+        delta = E[m, g] * np.expm1(sign * SCENARIO_Z * unc[isolated])
+        mine = s[m] * (num[m] + delta * X[m, g]) / (norm[m] + delta * q[g])
+        screen += np.maximum(0.0, L - np.minimum(others, mine)) / L / 2
+    scores[isolated] = screen
+    # the `candidates` cells the screen ranks first: the exact regret, two max-min solves each
+    chosen = isolated[np.lexsort((-unc[isolated], -screen))][:candidates]
     for i in chosen:
-        m, g = position[r_of[i]], c_of[i]
+        mm, gg = position[r_of[i]], c_of[i]
         regret = []
         for sign in (-1.0, 1.0):
             S = E.copy()
-            S[m, g] = E[m, g] * np.exp(sign * SCENARIO_Z * unc[i])
+            S[mm, gg] = E[mm, gg] * np.exp(sign * SCENARIO_Z * unc[i])
             best = maxmin_level(S, maxmin_allocation(S, s, cap), s, cap)
             regret.append(max(0.0, best - maxmin_level(S, X, s, cap)) / best if best > 0 else 0.0)
         scores[i] = float(np.mean(regret))
     return scores
+
+
+def measurement_curve(truth: PerformanceModel, strategy: str, *, seed: int = 0, capacity=None,
+                      step: int = 6, target: float = 0.95, ensemble: int = 4,
+                      candidates: int = DEFAULT_CANDIDATES, until_target: bool = True,
+                      **options) -> list[tuple[int, float]]:
+    """How fair max-min is as isolated cells of `truth` (a fully measured model) get measured
+    in `strategy`'s order: [(measurements made, level)], level = the true max-min level of
+    the allocation made from the completed matrix / that of the allocation made from truth.
+
+    Start: each job type measured on one GPU type drawn with default_rng(seed) among those
+    where it runs (cells at 0 steps/s are known from the start); each step measures `step`
+    more cells chosen by `suggest` and completes again (`complete`, `ensemble` bootstrap
+    refits). Stops when the level first reaches `target` (if `until_target`) or when every
+    cell is measured. capacity: GPUs per type (default: one per job type of every type);
+    options: more arguments of `complete` (ranks, lambdas)."""
+    J = len(truth.gpu_types)
+    rows = decision_rows(truth)
+    s = truth.scale_factors[rows].astype(float)
+    cap = np.full(J, float(rows.size)) if capacity is None else np.asarray(capacity, dtype=float)
+    T = truth.values[rows][:, :J]
+    best = maxmin_level(T, maxmin_allocation(T, s, cap), s, cap)
+    rng = np.random.default_rng(seed)
+    positive = truth.values[:, :J] > 0
+    start = np.zeros(truth.shape, dtype=bool)
+    first = np.array([rng.choice(np.flatnonzero(p)) if p.any() else -1 for p in positive])
+    has = first >= 0
+    start[np.flatnonzero(has), first[has]] = True
+    start[:, :J] |= ~positive
+    known = start.copy()
+    curve = []
+    while True:
+        seen = truth.hide(~known)
+        done = complete(seen, seed=seed, ensemble=ensemble, **options)
+        E = np.nan_to_num(done.model.values[rows][:, :J], nan=0.0)
+        level = maxmin_level(T, maxmin_allocation(E, s, cap), s, cap) / best
+        curve.append((int((known & ~start).sum()), level))
+        if (until_target and level >= target) or not (~known[:, :J]).any():
+            return curve
+        for p in suggest(seen, step, strategy, capacity=cap, seed=seed + len(curve),
+                         completed=done.model, candidates=candidates):
+            known[truth.job_types.index(p.job_type), truth.gpu_types.index(p.gpu_type)] = True

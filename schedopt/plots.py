@@ -5,6 +5,7 @@
     fig = slo_miss_vs_deadline(sweep)       # SLO miss ratio vs deadline factor, per scheduler
     fig = ps_completion_time(spec)          # one parameter-server job: T vs workers, per PS count
     fig = completion_totals(totals)         # sum of completion times per policy (bars)
+    fig = learning_curve(result.learning)   # learned pair rates: error vs simulated time
     fig.savefig("jct.png")
 
 matplotlib is imported only when a figure is drawn. Figures are made on the Agg canvas without
@@ -62,6 +63,31 @@ def slo_miss_vs_deadline(sweep: pd.DataFrame, ax=None):
     ax.set_ylabel("SLO deadline-miss ratio")
     ax.set_ylim(0, 1.02)
     return fig
+
+
+def learning_curve(history: pd.DataFrame, ax=None):
+    """How throughputs learned in a simulation converged: the estimate's mean relative error on
+    the pair rates (all measured pairs, and those hidden at the start), in %, against simulated
+    time (hours), from `SimulationResult.learning`. Returns the figure."""
+    if history is None or history.empty:
+        raise SchedoptError("no learning history: simulate with learn_throughputs=True "
+                            "(--learn-throughputs)")
+    fig, ax = figure_axes(ax)
+    hours = history["time_s"] / 3600.0
+    ax.step(hours, history["pair_mre"] * 100, where="post", marker="o", label="all pairs")
+    ax.step(hours, history["hidden_mre"] * 100, where="post", marker="s",
+            label="pairs hidden at the start")
+    _labelled(ax, "Simulated time (hours)", "Mean relative error of pair rates (%)")
+    return fig
+
+
+def _labelled(ax, x: str, y: str) -> None:
+    """Axis labels, y from 0, a light grid and the legend."""
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
 
 
 def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: str, scale: float) -> None:
@@ -138,11 +164,7 @@ def ps_completion_time(spec, workers=range(1, 17), ps=(1, 2, 4, 8), ax=None):
     compute = completion_time_parts(spec, w, 1)
     ax.plot(w, compute.iterations * compute.compute_s / 3600.0, linestyle=":", color="0.4",
             label="compute only")
-    ax.set_xlabel("Workers w")
-    ax.set_ylabel("Completion time T(w, p) (hours)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    _labelled(ax, "Workers w", "Completion time T(w, p) (hours)")
     return fig
 
 

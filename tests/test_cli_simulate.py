@@ -58,3 +58,46 @@ def test_place_prints_rounds_and_a_shrinking_error():
     assert errors[100] < errors[10] < errors[1]
     gpus = [g for placement in doc["rounds"] for gs in placement.values() for g in gs]
     assert all("/" in g for g in gpus)
+
+
+COLOCATION = str(ROOT / "instances" / "colocation.json")
+
+
+@pytest.mark.parametrize("mode", ["default", "gavel"])
+def test_simulate_runs_a_packed_policy_with_space_sharing(mode):
+    result = run("simulate", COLOCATION, "-p", "max_min_fairness_packed", "--mode", mode,
+                 "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.output)
+    make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
+    expected = simulate(load_instance(COLOCATION), "max_min_fairness_packed", make())
+    assert doc["summary"]["average_jct_s"] == pytest.approx(expected.summary["average_jct_s"])
+    assert "learning" not in doc
+
+
+def test_simulate_learns_throughputs_and_plots_how_the_error_fell(tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "learning.png"
+    result = run("simulate", COLOCATION, "-p", "max_min_fairness_packed", "--json",
+                 "--learn-throughputs", "--hide-pairs", "0.5", "--seed", "3",
+                 "--learning-plot", str(plot))
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    config = SimulationConfig(learn_throughputs=True, hide_pairs=0.5, seed=3)
+    expected = simulate(load_instance(COLOCATION), "max_min_fairness_packed", config)
+    assert doc["summary"]["average_jct_s"] == pytest.approx(expected.summary["average_jct_s"])
+    rows = doc["learning"]
+    assert len(rows) == len(expected.learning) and rows[0]["time_s"] == 0.0
+    assert rows[-1]["hidden_mre"] == pytest.approx(expected.learning["hidden_mre"].iloc[-1])
+    assert plot.stat().st_size > 0
+
+
+def test_learning_throughputs_with_a_policy_that_does_not_share_is_a_one_line_error(tmp_path):
+    plot = tmp_path / "learning.png"
+    result = run("simulate", COLOCATION, "-p", "max_min_fairness", "--learn-throughputs",
+                 "--learning-plot", str(plot))
+    assert result.exit_code == 2 and "max_min_fairness does not share GPUs" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not plot.exists()
+    result = run("simulate", COLOCATION, "-p", "max_min_fairness_packed", "--learning-plot",
+                 str(plot))
+    assert result.exit_code == 2 and "--learning-plot needs --learn-throughputs" in result.stderr

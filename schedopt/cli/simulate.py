@@ -12,7 +12,7 @@ import numpy as np
 
 from schedopt.api import solve
 from schedopt.cli import interrupts, render
-from schedopt.cli.outputs import check_targets, write_csv
+from schedopt.cli.outputs import check_targets, save_figure, write_csv
 from schedopt.instance import load_instance
 from schedopt.mechanism.rounds import mechanism_error, run_rounds
 from schedopt.core.registry import resolve
@@ -51,10 +51,14 @@ def check_taken(policies: list[str], values: dict) -> None:
 
 
 def result_document(result, trace: Path, mode: str) -> dict:
-    """A run as the `schedopt-simulation/1` document: policy, mode, kind, summary, jobs."""
+    """A run as the `schedopt-simulation/1` document: policy, mode, kind, summary, jobs (and
+    `learning`, the learned throughputs' error at each re-solve, when they were learned)."""
     jobs = json.loads(result.jobs.reset_index().to_json(orient="records"))
-    return {"format": "schedopt-simulation/1", "policy": result.policy, "mode": mode,
-            "kind": result.kind.value, "summary": result.summary, "jobs": jobs}
+    document = {"format": "schedopt-simulation/1", "policy": result.policy, "mode": mode,
+                "kind": result.kind.value, "summary": result.summary, "jobs": jobs}
+    if result.learning is not None:
+        document["learning"] = json.loads(result.learning.to_json(orient="records"))
+    return document
 
 
 def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
@@ -107,6 +111,18 @@ def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
               show_default=True, metavar="E",
               help="The policy sees every throughput times a seeded log-normal factor with mean "
                    "relative error E (0.1 = 10%); jobs still run at the true throughputs.")
+@click.option("--learn-throughputs", is_flag=True,
+              help="Packed policies: the policy sees co-location rates learned from what the "
+                   "jobs ran at (EMA per pair of job types, re-completed at every re-solve), "
+                   "starting from the trace's table with --hide-pairs of it hidden; the output "
+                   "adds how the estimate's error fell.")
+@click.option("--hide-pairs", type=click.FloatRange(min=0, max=1), default=1.0,
+              show_default=True, metavar="F",
+              help="With --learn-throughputs: the share of the trace's pair measurements hidden "
+                   "at the start, drawn with --seed (1: start from isolated throughputs only).")
+@click.option("--learning-plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --learn-throughputs: save the error of the estimate against simulated "
+                   "time as an image (PNG, SVG, PDF; needs matplotlib).")
 @click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE",
               help="Policy option, repeatable (e.g. -o robust=0.2 for max_min_fairness, "
                    "-o lease_seconds=600 for chronus, -o alpha=0.5 for allox).")
@@ -122,25 +138,33 @@ def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
               help="Continue the run saved in this checkpoint (same trace and options); it "
                    "goes on writing checkpoints there unless --checkpoint names another file.")
 def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limit, as_json,
-                     jobs_csv, progress, partitions, executor, perf_error, options, checkpoint,
-                     checkpoint_every, checkpoint_seconds, resume):
+                     jobs_csv, progress, partitions, executor, perf_error, learn_throughputs,
+                     hide_pairs, learning_plot, options, checkpoint, checkpoint_every,
+                     checkpoint_seconds, resume):
     """Replay TRACE (an instance whose jobs have arrival times and total_steps) under a policy
     of any kind and report its run metrics: for allocation policies JCT, makespan, finish-time
     fairness, deadline misses, utilization and cost; for lease policies SLO misses and
     preemptions; for queue policies per-user JCT and fairness. Times are seconds (tables:
     hours for allocation runs)."""
-    check_targets([trace], csv=jobs_csv)
+    if learning_plot is not None and not learn_throughputs:
+        raise PolicyError("--learning-plot needs --learn-throughputs")
+    check_targets([trace], csv=jobs_csv, figure=learning_plot)
     plan = checkpoint_plan(checkpoint, checkpoint_every, checkpoint_seconds, resume, [trace])
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
     config = make(round_seconds=round_seconds, seed=seed, solver=solver, time_limit=time_limit,
                   partitions=partitions, executor=executor, perf_error=perf_error,
+                  learn_throughputs=learn_throughputs, hide_pairs=hide_pairs,
                   policy_options=policy_options(options))
     show_bar = sys.stderr.isatty() if progress is None else progress
     result = simulate(instance, policy, config, progress=show_bar, checkpoint=plan,
                       resume=resume)
     if jobs_csv is not None:
         write_csv(result.jobs, jobs_csv, [trace])
+    if learning_plot is not None:
+        from schedopt.plots import learning_curve
+
+        save_figure(learning_curve(result.learning), learning_plot, [trace])
     if as_json:
         document = result_document(result, trace, mode)
         document["policy"] = policy
@@ -149,6 +173,13 @@ def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limi
     click.echo(f"trace {trace} ({len(instance.jobs)} jobs), policy {policy}, mode {mode}\n")
     click.echo(render.table(["metric", "value"],
                             render.simulation_rows(result.kind.value, result.summary)))
+    if result.learning is not None:
+        rows = [[f"{row.time_s / 3600:.2f}", str(row.measured_cells), f"{row.pair_mre:.1%}",
+                 f"{row.hidden_mre:.1%}", str(row.zeros_shared)]
+                for row in result.learning.itertuples()]
+        click.echo("\nlearned pair rates, error against the true table at each re-solve:\n"
+                   + render.table(["time (h)", "cells measured", "error, all pairs",
+                                   "error, hidden pairs", "cannot-share pairs let share"], rows))
 
 
 @click.command("place")

@@ -36,6 +36,10 @@ class SimulationConfig:
     T[n,j] is multiplied by a log-normal factor exp(sigma Z), Z ~ N(0, 1), with sigma such that
     E|factor - 1| = perf_error, drawn once per (job, GPU type) from `seed` (a stable
     misestimate); jobs still progress at the true throughputs (`misestimate`).
+    learn_throughputs: a packed policy sees co-location rates learned from what the jobs ran
+    at, starting from the trace's table with a share `hide_pairs` of its pair measurements
+    hidden (drawn with `seed`; 1 = from the isolated throughputs alone), completed and
+    re-completed as measurements arrive (`schedopt.simulation.learning`).
 
     mode, round_seconds, min_resolve_interval, work_conserving, use_unconsolidated, partitions,
     executor and perf_error apply to allocation policies (decision ALLOCATION); lease and queue
@@ -55,10 +59,15 @@ class SimulationConfig:
     executor: str = "serial"
     perf_error: float = 0.0
     max_leases: int = 1_000_000
+    learn_throughputs: bool = False
+    hide_pairs: float = 1.0
 
     def __post_init__(self):
         if self.mode not in ("default", "gavel"):
             raise SchedoptError(f"simulation mode must be 'default' or 'gavel', got {self.mode!r}")
+        if not 0.0 <= self.hide_pairs <= 1.0:
+            raise SchedoptError(f"hide_pairs is a share of the pair measurements in [0, 1], "
+                                f"got {self.hide_pairs}")
         if not 0.0 <= self.perf_error < 1.0:
             raise SchedoptError(f"perf_error is a mean relative error in [0, 1), "
                                 f"got {self.perf_error}")
@@ -242,6 +251,26 @@ def check_packed(data: TraceArrays, policy: "str | Policy", config: SimulationCo
         raise SchedoptError(f"policy {packed.name}: POP partitions are not simulated with "
                             f"space sharing; run it without partitions")
     return packed
+
+
+def learner_for(trace: Instance, data: TraceArrays, config: SimulationConfig, packed,
+                policy: "str | Policy", checkpoints):
+    """The run's `Learner` when `config.learn_throughputs` (None otherwise), bound to `data`;
+    a SchedoptError in one line when the run cannot learn."""
+    if not config.learn_throughputs:
+        return None
+    if packed is None:
+        raise SchedoptError(f"learning throughputs applies to packed policies (it learns the "
+                            f"rates of jobs sharing GPUs); {policy_name(policy)} does not "
+                            f"share GPUs")
+    if checkpoints is not None:
+        raise SchedoptError("checkpoints do not cover runs that learn throughputs: run it "
+                            "without a checkpoint or resume")
+    from schedopt.simulation.learning import Learner
+
+    learner = Learner(trace, config.hide_pairs, config.seed)
+    learner.attach(data)
+    return learner
 
 
 def solve_packed(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,

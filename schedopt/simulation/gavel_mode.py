@@ -17,6 +17,7 @@ from schedopt.simulation.checkpoint import (checkpointing, copy_memory, prefix, 
                                             saved_shape, set_random_state)
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays,
                                         check_packed, decide, finish, isolated_throughput,
+                                        learner_for,
                                         no_pairs, policy_of, progress_bar)
 
 if TYPE_CHECKING:
@@ -60,17 +61,15 @@ def choose_jobs(order: list[int], priority: np.ndarray, deficit: np.ndarray, X: 
 
 
 def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
-              progress: bool = False, checkpoints: "Checkpoints | None" = None,
-              learner=None) -> SimulationResult:
+              progress: bool = False, checkpoints: "Checkpoints | None" = None
+              ) -> SimulationResult:
     """The run; `checkpoints` (schedopt.simulation.checkpoint) resumes it from a saved state
     (the shuffle's random state included) and writes its state at the start of rounds (and
-    when it is interrupted). `learner` (`schedopt.simulation.learning.Learner`): the policy
-    sees throughputs learned from what the jobs ran at, refreshed at every re-solve."""
+    when it is interrupted)."""
     name = policy_of(policy).name
     data = TraceArrays(trace, config.perf_error, config.seed)
     packed = check_packed(data, policy, config)
-    if learner is not None:
-        learner.attach(data)
+    learner = learner_for(trace, data, config, packed, policy, checkpoints)
     N, J = data.T.shape
     capacity = np.array([trace.cluster.gpu_types[t].count for t in data.types], dtype=float)
     half = config.round_seconds / 2.0
@@ -210,13 +209,15 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
             run_pair = np.array([p for _, _, p in placed], dtype=int)
             thr = data.T[running, run_type]
             paired = run_pair >= 0
+            partner = np.full(running.size, -1)
             if paired.any():
-                partner = np.where(running[paired] == pairs["first"][run_pair[paired]],
-                                   pairs["second"][run_pair[paired]],
-                                   pairs["first"][run_pair[paired]])
-                thr[paired] = data.pairs.rate_of(run_type[paired], running[paired], partner)
-            if learner is not None and running.size:
-                learner.observe_round(running, run_type, thr, run_pair, pairs)
+                partner[paired] = np.where(running[paired] == pairs["first"][run_pair[paired]],
+                                           pairs["second"][run_pair[paired]],
+                                           pairs["first"][run_pair[paired]])
+                thr[paired] = data.pairs.rate_of(run_type[paired], running[paired],
+                                                 partner[paired])
+            if learner is not None and learner.observe(running, run_type, thr, partner):
+                need_update = True
             remaining = data.total[running] - steps[running]
             run_steps = np.minimum(np.floor(thr * config.round_seconds), remaining)  # §3 step 6
             with np.errstate(divide="ignore", invalid="ignore"):  # 0 steps/s: the round's length

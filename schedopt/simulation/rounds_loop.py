@@ -27,6 +27,7 @@ from schedopt.mechanism.rounds import Pairs, place_round
 from schedopt.simulation.checkpoint import checkpointing, copy_memory, prefix, restore
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays,
                                         check_packed, decide, finish, isolated_throughput,
+                                        learner_for,
                                         no_pairs, progress_bar)
 from schedopt.mechanism.topology import Topology
 
@@ -36,16 +37,13 @@ if TYPE_CHECKING:
 
 
 def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfig,
-                progress: bool = False, checkpoints: "Checkpoints | None" = None,
-                learner=None) -> SimulationResult:
+                progress: bool = False, checkpoints: "Checkpoints | None" = None
+                ) -> SimulationResult:
     """The run; `checkpoints` (schedopt.simulation.checkpoint) resumes it from a saved state
-    and writes its state at the start of rounds (and when it is interrupted). `learner`
-    (`schedopt.simulation.learning.Learner`): the policy sees throughputs learned from what
-    the jobs ran at, refreshed at every re-solve."""
+    and writes its state at the start of rounds (and when it is interrupted)."""
     data = TraceArrays(trace, config.perf_error, config.seed)
     packed = check_packed(data, policy, config)
-    if learner is not None:
-        learner.attach(data)
+    learner = learner_for(trace, data, config, packed, policy, checkpoints)
     topology = Topology.from_cluster(trace.cluster)
     N, J = data.T.shape
     capacity = topology.capacity
@@ -167,22 +165,23 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
             table = np.where(spread[:, None] & config.use_unconsolidated, data.U[jobs],
                              data.T[jobs])
             thr = table[np.arange(jobs.size), kinds]
+            partner = np.full(jobs.size, -1)
             if shared.size:  # both jobs of each pair, at their true pair rates
                 a, b = pairs["first"][shared], pairs["second"][shared]
                 pair_type = entry_type[~alone]
+                partner = np.concatenate([partner, b, a])
                 jobs = np.concatenate([jobs, a, b])
                 kinds = np.concatenate([kinds, pair_type, pair_type])
                 thr = np.concatenate([thr, data.pairs.rate_of(pair_type, a, b),
                                       data.pairs.rate_of(pair_type, b, a)])
                 order = np.argsort(jobs)
-                jobs, kinds, thr = jobs[order], kinds[order], thr[order]
+                jobs, kinds, thr, partner = jobs[order], kinds[order], thr[order], partner[order]
                 ran = np.searchsorted(active, jobs)
             with np.errstate(divide="ignore"):  # a job paired where it makes 0 steps/s
                 to_finish = np.where(thr > 0, (data.total[jobs] - steps[jobs]) / thr, np.inf)
             run = np.minimum(config.round_seconds, to_finish)
-            if learner is not None:
-                learner.observe(jobs, kinds, thr, a if shared.size else None,
-                                b if shared.size else None, pair_type if shared.size else None)
+            if learner is not None and learner.observe(jobs, kinds, thr, partner):
+                changed = True
             if iso is None:
                 iso = isolated_throughput(data.T[active], data.scale[active], capacity)
             iso_time[jobs] += thr * run / iso[ran]
@@ -193,10 +192,9 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
                 changed, iso = True, None
                 unfinished -= int(finished.sum())
                 active = np.setdiff1d(active, jobs[finished], assume_unique=True)
-            solo = np.ones(jobs.size, dtype=bool)
+            solo = partner < 0
             gpu_seconds = data.scale[jobs] * run
             if shared.size:
-                solo = ~np.isin(jobs, np.concatenate([a, b]))
                 held_for = np.maximum(run[np.searchsorted(jobs, a)], run[np.searchsorted(jobs, b)])
                 pairs["received"][shared] += held_for
                 gpu_seconds = np.where(solo, gpu_seconds, 0.0)

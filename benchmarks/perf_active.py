@@ -70,7 +70,7 @@ def main():
         print(f"| {seed} | " + " | ".join(str(got[s]) for s in strategies) + " | " + " | ".join(ratios)
               + f" | {time.perf_counter() - start:.0f} |", flush=True)
     means = {s: np.mean([x for x in v if x is not None]) for s, v in totals.items()}
-    print(f"| mean | " + " | ".join(f"{means[s]:.1f}" for s in strategies) + " | "
+    print("| mean | " + " | ".join(f"{means[s]:.1f}" for s in strategies) + " | "
           + " | ".join(f"{means['random'] / means[s]:.2f}" if "random" in means else "-"
                        for s in strategies[1:]) + " | |")
 

@@ -205,3 +205,23 @@ def test_the_mechanism_without_pairs_is_unchanged_by_an_empty_pair_list():
                                       run_rounds(X, problem.scale_factor, TOPOLOGY, 30)):
         assert a.gpus == b.gpus
         np.testing.assert_array_equal(fa, fb)
+
+
+GAVEL = ROOT.parent / "shared" / "trace-samples" / "gavel"
+
+
+@pytest.mark.parametrize("name", ["max_min_fairness.trace", "minimize_makespan.trace"])
+def test_on_gavels_physical_cluster_traces_packing_lowers_the_average_jct(name):
+    if not (GAVEL / name).exists() or not (GAVEL / "simulation_throughputs.json").exists():
+        pytest.skip("Gavel's traces are not in ../shared/trace-samples/gavel")
+    from schedopt.traces import read_gavel_trace
+
+    trace = read_gavel_trace(GAVEL / name, GAVEL / "simulation_throughputs.json")
+    assert sum(t.count for t in trace.cluster.gpu_types.values()) == 48  # 8 V100, 16 P100, 24 K80
+    config = SimulationConfig.gavel_compatible()
+    packed = simulate(trace, "max_min_fairness_packed", config)
+    plain = simulate(trace, "max_min_fairness", config)
+    for result in (packed, plain):
+        assert result.jobs["completion_s"].notna().all()
+        np.testing.assert_allclose(result.jobs["steps_done"], result.jobs["total_steps"])
+    assert packed.summary["average_jct_s"] < plain.summary["average_jct_s"]

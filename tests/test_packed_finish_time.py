@@ -93,3 +93,17 @@ def test_packed_ftf_without_pairs_is_gavels_unpacked_ftf():
     outcome = finish_time_fairness_packed(unit, PairTable.none(p.num_jobs, p.num_types))
     assert outcome.objective == pytest.approx(ref.finish_time_fairness(unit).value, rel=1e-5)
     assert outcome.details["pairs"] == []
+
+
+@pytest.mark.parametrize("name", ["finish_time_fairness_packed", "min_cost_packed",
+                                  "fifo_packed"])
+def test_new_packed_policies_solve_an_instance_with_a_colocation_table(name):
+    from schedopt.api import solve
+    from test_packed import COLOCATION
+
+    result = solve(COLOCATION, name)
+    assert result.status is Status.OPTIMAL
+    allocation = np.asarray(result.X)
+    assert allocation.min() >= 0 and allocation.sum(axis=1).max() <= 1 + 1e-9
+    if name == "finish_time_fairness_packed":  # a proven bound within the tolerance
+        assert result.details["lower"] <= result.objective <= result.details["lower"] * (1 + 1e-6)

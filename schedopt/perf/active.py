@@ -183,7 +183,7 @@ def _maxmin_scores(model, completed, units, first, unc, capacity, candidates) ->
 def measurement_curve(truth: PerformanceModel, strategy: str, *, seed: int = 0, capacity=None,
                       step: int = 6, target: float = 0.95, ensemble: int = 4,
                       candidates: int = DEFAULT_CANDIDATES, until_target: bool = True,
-                      **options) -> list[tuple[int, float]]:
+                      method: str = "als", **options) -> list[tuple[int, float]]:
     """How fair max-min is as isolated cells of `truth` (a fully measured model) get measured
     in `strategy`'s order: [(measurements made, level)], level = the true max-min level of
     the allocation made from the completed matrix / that of the allocation made from truth.
@@ -193,7 +193,15 @@ def measurement_curve(truth: PerformanceModel, strategy: str, *, seed: int = 0, 
     more cells chosen by `suggest` and completes again (`complete`, `ensemble` bootstrap
     refits). Stops when the level first reaches `target` (if `until_target`) or when every
     cell is measured. capacity: GPUs per type (default: one per job type of every type);
-    options: more arguments of `complete` (ranks, lambdas)."""
+    method: "als" (`complete`) or "ensemble" (`schedopt.perf.predict.predict`, side
+    information included) completes the matrix; options: more arguments of either (ranks,
+    lambdas)."""
+    if method == "ensemble":
+        from schedopt.perf.predict import predict as fill
+    elif method == "als":
+        fill = complete
+    else:
+        raise SchedoptError(f"unknown method {method!r}; expected als or ensemble")
     J = len(truth.gpu_types)
     rows = decision_rows(truth)
     s = truth.scale_factors[rows].astype(float)
@@ -211,7 +219,7 @@ def measurement_curve(truth: PerformanceModel, strategy: str, *, seed: int = 0, 
     curve = []
     while True:
         seen = truth.hide(~known)
-        done = complete(seen, seed=seed, ensemble=ensemble, **options)
+        done = fill(seen, seed=seed, ensemble=ensemble, **options)
         E = np.nan_to_num(done.model.values[rows][:, :J], nan=0.0)
         level = maxmin_level(T, maxmin_allocation(E, s, cap), s, cap) / best
         curve.append((int((known & ~start).sum()), level))

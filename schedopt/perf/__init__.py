@@ -7,6 +7,9 @@
   `pollux_placement_model` (Pollux per-placement profiles); online.py: `OnlineEstimator`
   (Gavel's EMA of measured throughputs).
 - completion.py: `complete`, low-rank completion of missing cells with an uncertainty.
+- side.py / predict.py: `predict`, an ensemble of low-rank completion, per-GPU-type low-rank
+  fits and a ridge on what the job-type labels say, weighted by held-out folds.
+- active.py: `suggest`, which missing cells to measure next (max-min regret, uncertainty).
 - study.py: `accuracy_study`, hide measured cells, complete, compare; `plot_study`.
 - io.py: `read_model` / `write_model` (format schedopt-perf/1).
 
@@ -19,10 +22,12 @@ from schedopt.perf.builders import (
     pollux_placement_model,
     read_pollux_placements,
 )
+from schedopt.perf.active import Suggestion, suggest
 from schedopt.perf.completion import Completion, complete
 from schedopt.perf.io import PERF_FORMAT, read_model, write_model
 from schedopt.perf.model import PerformanceModel, model_from_arrays
 from schedopt.perf.online import OnlineEstimator
+from schedopt.perf.predict import predict
 from schedopt.perf.study import accuracy_study, hide_units, plot_study, summarize
 
 __all__ = [
@@ -30,16 +35,19 @@ __all__ = [
     "Completion",
     "OnlineEstimator",
     "PerformanceModel",
+    "Suggestion",
     "accuracy_study",
     "complete",
     "gavel_model",
     "hide_units",
     "model_from_arrays",
     "plot_study",
+    "predict",
     "pollux_model",
     "pollux_placement_model",
     "read_model",
     "read_pollux_placements",
+    "suggest",
     "summarize",
     "write_model",
 ]

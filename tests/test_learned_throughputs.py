@@ -114,3 +114,13 @@ def test_learning_says_what_it_needs_in_one_line():
         simulate(trace, "max_min_fairness", SimulationConfig(learn_throughputs=True))
     with pytest.raises(SchedoptError, match="hide_pairs"):
         SimulationConfig(learn_throughputs=True, hide_pairs=1.5)
+
+
+def test_a_learning_run_refuses_checkpoints_in_one_line(tmp_path):
+    from schedopt.simulation import CheckpointPlan
+
+    trace = load_instance(COLOCATION)
+    with pytest.raises(SchedoptError, match="checkpoints do not cover runs that learn"):
+        simulate(trace, "max_min_fairness_packed", SimulationConfig(learn_throughputs=True),
+                 checkpoint=CheckpointPlan(tmp_path / "run.ckpt", every_events=3))
+    assert not (tmp_path / "run.ckpt").exists()

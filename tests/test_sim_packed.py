@@ -225,3 +225,29 @@ def test_on_gavels_physical_cluster_traces_packing_lowers_the_average_jct(name):
         assert result.jobs["completion_s"].notna().all()
         np.testing.assert_allclose(result.jobs["steps_done"], result.jobs["total_steps"])
     assert packed.summary["average_jct_s"] < plain.summary["average_jct_s"]
+
+
+@pytest.mark.parametrize("config", [SimulationConfig(round_seconds=900.0),
+                                    SimulationConfig.gavel_compatible(round_seconds=900.0)],
+                         ids=lambda c: c.mode)
+def test_a_packed_run_resumed_from_checkpoints_ends_exactly_like_an_uninterrupted_one(
+        config, tmp_path):
+    from schedopt.simulation import CheckpointPlan
+
+    class Stop(KeyboardInterrupt):
+        pass
+
+    trace = load_instance(COLOCATION)
+    whole = simulate(trace, "max_min_fairness_packed", config)
+    path = tmp_path / "run.ckpt"
+    for stop in (4, 11):  # interrupted twice, resumed from the last checkpoint each time
+        def hook(events, stop=stop):
+            if events == stop:
+                raise Stop()
+        with pytest.raises(Stop):
+            simulate(trace, "max_min_fairness_packed", config,
+                     checkpoint=CheckpointPlan(path, every_events=3, on_event=hook),
+                     resume=path if path.exists() else None)
+    resumed = simulate(trace, "max_min_fairness_packed", config, resume=path)
+    assert whole.jobs.equals(resumed.jobs) and whole.rounds.equals(resumed.rounds)
+    assert whole.summary["utilization"] == resumed.summary["utilization"]

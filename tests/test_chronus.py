@@ -129,3 +129,34 @@ def test_tiny_time_limit_returns_a_feasible_plan_either_way():
     assert_feasible(problem, plan)
     assert plan.used_fallback == (plan.bound is None)
     assert np.all(plan.chosen[admitted] >= 0)
+
+
+def test_a_job_turned_away_is_admitted_at_a_later_boundary_once_it_fits():
+    from schedopt.backends.session import Solver
+    from schedopt.core.events import LeaseBoundary
+    from schedopt.policies.chronus.boundary import LeaseJobs
+    from schedopt.policies.chronus.policy import ChronusOptions, chronus_online
+
+    # 1 GPU, leases of 100 s, no overhead. At 0: a (200 s, due 200) is admitted on leases 0-1;
+    # b (100 s, due 200) cannot fit and is turned away. At 100 a is gone (say it ended
+    # early) and b, no longer arriving, fits lease 1: admitted only when turned-away jobs try
+    # again.
+    ids = np.array(["a", "b"], dtype=object)
+    first = LeaseJobs(np.array([1, 1]), np.array([200.0, 100.0]), np.array([0, 1]),
+                      np.array([200.0, 200.0]), np.ones(2))
+    later = LeaseJobs(np.array([1]), np.array([100.0]), np.array([0]), np.array([200.0]),
+                      np.ones(1))
+    for readmit, expect in ((True, ["b"]), (False, [])):
+        options = ChronusOptions(lease_seconds=100.0, resume_overhead_s=0.0, readmit=readmit)
+        memory: dict = {}
+        solver = Solver("cpsat")
+        out = chronus_online(LeaseBoundary(ids, np.zeros(2), np.array([200.0, 200.0]), first, 1,
+                                           "v100", 0.0, 100.0, np.zeros(2, dtype=bool),
+                                           np.ones(2, dtype=bool), np.arange(2), memory),
+                             options, solver)
+        assert out.decision.admitted == ["a"] and out.decision.running == ["a"]
+        out = chronus_online(LeaseBoundary(ids[1:], np.zeros(1), np.array([200.0]), later, 1,
+                                           "v100", 100.0, 100.0, np.zeros(1, dtype=bool),
+                                           np.zeros(1, dtype=bool), np.array([1]), memory),
+                             options, solver)
+        assert out.decision.admitted == expect and out.decision.running == ["b"]

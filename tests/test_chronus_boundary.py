@@ -242,3 +242,44 @@ def test_fill_order_puts_slo_jobs_that_can_still_meet_a_deadline_first():
     assert fill_order(jobs, np.array([4, 0]), 1000.0, deadline).tolist() == [4, 0]
     with pytest.raises(PolicyError, match="fill must be one of"):
         LeaseSettings(L, 10.0, fill="random")
+
+
+def test_admission_repacks_the_reservations_when_the_free_gpus_cannot_hold_a_job():
+    # 1 GPU, leases of 100 s, no overhead. a (admitted, 1 lease of work, due in 3 leases) holds
+    # a reservation in lease 0; b arrives needing lease 0 (due in 1 lease). The GPUs a's
+    # reservation leaves cannot hold b; packed together latest-fit, a moves to lease 2 and b
+    # takes lease 0.
+    jobs = LeaseJobs(np.array([1, 1]), np.array([100.0, 100.0]), np.array([0, 1]),
+                     np.array([300.0, 100.0]), np.ones(2))
+    admitted = np.array([True, False])
+    for repack, expect, reserved in ((True, [True, True], {0: (2,), 1: (0,)}),
+                                     (False, [True, False], {0: (0,)})):
+        settings_ = LeaseSettings(L, 0.0, repack=repack)
+        got, held = admit_arrivals(jobs, admitted, np.array([1]), {0: (0,)}, 1, 0.0, settings_)
+        assert got.tolist() == expect and held == reserved
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from([1, 2, 4]), st.integers(1, 6), st.integers(1, 12)),
+                min_size=1, max_size=8),
+       st.sampled_from([0.0, 30.0]))
+def test_admitted_reservations_are_a_plan_for_every_admitted_job(specs, overhead):
+    # every job arrives now; whatever admission (with re-packing) admits, the reservations fit
+    # the pool in every lease and give each admitted job its work before its deadline
+    gpus = np.array([g for g, _, _ in specs])
+    remaining = np.array([n * 90.0 for _, n, _ in specs])
+    due = np.array([d * L for _, _, d in specs])
+    n = len(specs)
+    jobs = LeaseJobs(gpus, remaining, np.arange(n), due, np.ones(n))
+    cfg = LeaseSettings(L, overhead, repack=True)
+    admitted, reserved = admit_arrivals(jobs, np.zeros(n, dtype=bool), np.arange(n), {}, 4,
+                                        0.0, cfg)
+    assert set(reserved) == set(np.flatnonzero(admitted).tolist())
+    used = np.zeros(200)
+    for j, leases in reserved.items():
+        leases = np.array(leases, dtype=np.int64)
+        used[leases] += gpus[j]
+        assert leases.size and leases.max() < due[j] / L  # within the deadline
+        runs = 1 + np.count_nonzero(np.diff(np.sort(leases)) > 1)
+        assert leases.size * L - runs * overhead >= remaining[j] - 1e-6  # enough running
+    assert used.max() <= 4

@@ -27,7 +27,10 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
   window is for SLO jobs). Reservations are the leases the last lease MILP gave each admitted
   job, plus the latest-fit placement of each job admitted since: together a feasible plan for
   every admitted job, so admission never rejects a job because a re-packing of the admitted
-  ones happens to fail.
+  ones happens to fail. A job they cannot hold gets a second chance: a latest-fit packing of
+  the admitted jobs and it together, which, when it places all, becomes the reservations
+  (option `repack`). In a simulation, SLO jobs turned away may try again at later boundaries
+  (`policy.ChronusOptions.readmit`). Both are off by default (measured: mixed).
 - `plan_boundary`: the lease MILP over the admitted jobs (must get an option) and the other SLO
   jobs with a reachable option (may); then the GPUs the MILP leaves free in lease 0 go to every
   other waiting job: SLO jobs that can still meet a deadline first (earliest deadline first),
@@ -172,7 +175,10 @@ class LeaseSettings:
     order in which the GPUs the lease MILP leaves free go to the other jobs (`fill_order`):
     "deadline" (SLO jobs that can still meet a deadline first, earliest first, then the rest
     by shortest remaining service) or "service" (shortest remaining service for all, as in
-    Chronus's artifact)."""
+    Chronus's artifact); repack: admission's second chance, a latest-fit packing of the
+    admitted jobs and the new one together when the GPUs the reservations leave cannot hold it
+    (off by default: measured, it admits more jobs at tight deadlines but misses more at loose
+    ones, benchmarks/chronus_lease_lengths.py)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -186,6 +192,7 @@ class LeaseSettings:
     resume_overhead_per: str = "run"
     work_conserving: bool = True
     fill: str = "deadline"
+    repack: bool = False
 
     def __post_init__(self):
         if self.fill not in FILLS:
@@ -477,8 +484,11 @@ def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
     """Admission control of `arriving` (job indices, in arrival order), one by one, against the
     GPUs that the admitted jobs' reservations leave free (`free_gpus`): a job is admitted when
     its latest-fit placement fits before a deadline (`chronus_admission.admit`), and then
-    reserves the leases of that placement. Returns (admitted mask, reservations including the
-    new ones). Best-effort arrivals and jobs with no reachable option are not admitted. held:
+    reserves the leases of that placement. When those GPUs cannot hold it, a latest-fit
+    packing of the admitted jobs and it together (each within its loosest reachable option)
+    is its second chance (`repack`): if it places every one, it is admitted and that packing
+    becomes every admitted job's reservations. Returns (admitted mask, reservations including
+    the new ones). Best-effort arrivals and jobs with no reachable option are not admitted. held:
     see `plan_inputs`."""
     admitted = admitted.copy()
     reserved = dict(reserved)
@@ -499,7 +509,38 @@ def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
             admitted[j] = True
             reserved[int(j)] = slot_leases(width, decision.leases[decision.new_index])
             free[list(reserved[int(j)])] -= jobs.gpus[j]
+            continue
+        repacked = _repacked(jobs, admitted, j, need, count, horizons, reachable, capacity,
+                             width, settings, held) if settings.repack else None
+        if repacked is not None:
+            admitted[j] = True
+            reserved = repacked
+            free = free_gpus(jobs, reserved, capacity, settings, now)
     return admitted, reserved
+
+
+def _repacked(jobs: LeaseJobs, admitted: np.ndarray, j: int, need: np.ndarray,
+              count: np.ndarray, horizons: np.ndarray, reachable: np.ndarray, capacity: int,
+              width: np.ndarray, settings: LeaseSettings,
+              held: np.ndarray | None) -> dict[int, tuple[int, ...]] | None:
+    """Reservations of the admitted jobs and job `j` together when a latest-fit packing of all
+    of them (each within its loosest reachable option) places every one, else None: the
+    second chance of a job the GPUs left by the current reservations cannot hold (those were
+    packed one arrival at a time, and moving them may make room)."""
+    loosest = np.zeros(jobs.num_jobs, dtype=np.int64)
+    np.maximum.at(loosest, jobs.option_job[reachable], horizons[reachable])
+    members = np.append(np.flatnonzero(admitted), j)
+    if np.any(loosest[members] < 1):
+        return None
+    per_run = settings.overhead > 0
+    leases, unplaced, _ = latest_fit_packing(
+        jobs.gpus[members], count[members], loosest[members], np.full(width.size, capacity),
+        width=width, overhead=settings.overhead, work=need[members] if per_run else None,
+        held=(held[members] if held is not None else np.zeros(members.size, dtype=bool))
+        if per_run else None)
+    if unplaced:
+        return None
+    return {int(g): slot_leases(width, leases[i]) for i, g in enumerate(members)}
 
 
 @dataclass

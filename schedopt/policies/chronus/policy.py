@@ -51,7 +51,8 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    slots_per_doubling: int = DEFAULT_SLOTS_PER_DOUBLING,
                    run_through: bool | None = None,
                    resume_overhead_per: str = "run", work_conserving: bool = True,
-                   fill: str = "deadline") -> Outcome:
+                   fill: str = "deadline", readmit: bool = False,
+                   repack: bool = False) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -68,7 +69,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
     settings = _settings(session, lease_seconds, resume_overhead_s, horizon_leases, sigma,
                          horizon_seconds, slots_per_doubling, run_through, resume_overhead_per,
-                         fill)
+                         fill, repack)
     if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
         return _pools_outcome(instance, settings, round_up, session, clock)
     if gpu_type == ALL_TYPES:
@@ -107,14 +108,15 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
 
 def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases, sigma,
               horizon_seconds, slots_per_doubling, run_through,
-              resume_overhead_per, fill="deadline") -> LeaseSettings:
+              resume_overhead_per, fill="deadline", repack=False) -> LeaseSettings:
     """The lease settings of the options, the MILP on the session's backend within its time
     limit (DEFAULT_TIME_LIMIT s when it has none)."""
     limit = session.settings.time_limit
     return LeaseSettings(lease_seconds, resume_overhead_s, horizon_leases, sigma,
                          session.name or DEFAULT_SOLVER,
                          DEFAULT_TIME_LIMIT if limit is None else limit, horizon_seconds,
-                         slots_per_doubling, run_through, resume_overhead_per, fill=fill)
+                         slots_per_doubling, run_through, resume_overhead_per, fill=fill,
+                         repack=repack)
 
 
 def _grown(memory: dict, key: str, size: int, dtype=bool) -> np.ndarray:
@@ -134,7 +136,7 @@ def _online_settings(options: "ChronusOptions", solver_name: str | None,
     """The lease settings of a run's options (the same at every boundary: kept here rather
     than in the run's memory, which holds only what a checkpoint can write)."""
     fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(ChronusOptions)
-              if f.name not in ("gpu_type", "round_up")}
+              if f.name not in ("gpu_type", "round_up", "readmit")}
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     return LeaseSettings(**fields, solver=solver_name or DEFAULT_SOLVER, time_limit=limit)
 
@@ -172,6 +174,14 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
             reserved[i] = tuple(t - lease for t in leases if t >= lease)
     new = np.arange(n) if boundary.arrived is None else np.flatnonzero(boundary.arrived)
     arriving = new[np.lexsort((new, boundary.arrival[new]))]
+    if options.readmit and boundary.arrived is not None:
+        # SLO jobs turned away before (never admitted, not demoted) try again after the
+        # arrivals, earliest deadline first: capacity freed since (jobs that ran early or
+        # finished) may now hold them without touching any reservation.
+        again = np.flatnonzero(jobs.is_slo & ~ever_admitted[index] & ~ever_demoted[index]
+                               & ~boundary.arrived)
+        arriving = np.concatenate([arriving,
+                                   again[np.lexsort((again, boundary.deadline[again]))]])
     admitted, reserved = admit_arrivals(jobs, admitted, arriving, reserved, boundary.capacity,
                                         now, settings, held)
     decision = plan_boundary(jobs, admitted, boundary.capacity, now, settings, solver, held,
@@ -270,7 +280,12 @@ class ChronusOptions:
     GPUs idle between boundaries go at once to waiting jobs (`chronus_between`); fill: who
     gets the GPUs the lease MILP leaves free, "deadline" (SLO jobs that can still meet a
     deadline, earliest first, then shortest remaining service) or "service" (shortest
-    remaining service, Chronus's artifact; `boundary.fill_order`)."""
+    remaining service, Chronus's artifact; `boundary.fill_order`); readmit: in a simulation,
+    SLO jobs admission turned away try again at every later boundary (default False: only when
+    they arrive, as in Chronus's artifact); repack: admission may re-pack the admitted jobs'
+    reservations to make room (`boundary.admit_arrivals`; default False). Measured on
+    benchmarks/chronus_lease_lengths.py, both admit more jobs at tight deadlines and miss more
+    at loose ones."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -284,6 +299,8 @@ class ChronusOptions:
     resume_overhead_per: str = "run"
     work_conserving: bool = True
     fill: str = "deadline"
+    readmit: bool = False
+    repack: bool = False
 
 
 class Chronus(Policy):

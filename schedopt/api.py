@@ -50,9 +50,9 @@ def solve(instance: Instance | ThroughputProblem | str | Path, policy: str = "ma
     partitions=k solves with POP: `Partitioned(policy, k, ...)`
     (`schedopt.policies.partitioned`): k parts run by `executor` ("serial", "process" or
     "ray"), jobs dealt by `partition_method` ("stratified" or "random") with `partition_seed`;
-    `previous_parts` ({job id: part}, e.g. the last result's details["pop"]["parts"]) keeps
+    `previous_parts` ({job id: part}, e.g. the last result's `details["pop"]["parts"]`) keeps
     jobs in their parts. The objective is the coalesced decision's, on the whole instance.
-    exact_gap=True also solves the whole instance: details["pop"] gains exact_objective,
+    exact_gap=True also solves the whole instance: `details["pop"]` gains exact_objective,
     exact_seconds and gap (relative, >= 0 when POP is worse), and `bound` becomes the exact
     solve's bound.
     """

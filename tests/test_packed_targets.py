@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -293,10 +295,13 @@ def test_simulating_a_packed_policy_says_what_it_needs_in_one_line():
     from click.testing import CliRunner
 
     from schedopt.cli.main import main
-    from test_packed import COLOCATION
 
-    for policy in ("max_min_fairness_packed", "water_filling_packed", "min_makespan_packed"):
-        result = CliRunner().invoke(main, ["simulate", COLOCATION, "-p", policy])
+    # Packed policies simulate traces that carry a co-location table (test_packed_simulation);
+    # on a trace without one they say what they need, in one line.
+    tiny = str(Path(__file__).resolve().parents[1] / "instances" / "tiny.json")
+    for policy in ("max_min_fairness_packed", "water_filling_packed", "min_makespan_packed",
+                   "fifo_packed", "finish_time_fairness_packed", "min_cost_packed"):
+        result = CliRunner().invoke(main, ["simulate", tiny, "-p", policy])
         assert result.exit_code == 2
         message = result.output.strip()
         assert "\n" not in message and policy in message and "co-location table" in message

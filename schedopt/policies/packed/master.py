@@ -20,9 +20,9 @@ The fairness rows are max-min fairness' s_m thr_m / (w_m thr^eq_m) >= t divided 
 solo plus paired; a pair holds s GPUs once.
 
 Normalizer: ours, thr^eq_m = sum_j T[m,j] c_j / sum_j c_j from solo throughputs, the same as
-`max_min_fairness`, so with no pairs the two policies agree. Gavel's packed policy divides by
-sum_j T[m,j] (no capacity weights): the same up to a constant factor (J) when every type has as
-many GPUs, different otherwise. Both scale a job's paired throughput like its solo one.
+`max_min_fairness`, so with no pairs the two policies agree. Gavel's packed policy normalizes
+by the same capacity-weighted equal share (the throughput of its proportional policy;
+docs/gavel-adapter.md). Both scale a job's paired throughput like its solo one.
 
 Pruning. A pair with Q_j[m,m'] / T[m,j] + Q_j[m',m] / T[m',j] <= 1 never helps: replace
 P[p] = f by solo time X[m,j] += f Q_j[m,m'] / T[m,j] and X[m',j] += f Q_j[m',m] / T[m',j].

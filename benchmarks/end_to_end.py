@@ -8,7 +8,7 @@ types, 3/8 of a GPU per job, seed 0), writes it to a temporary folder (a JSON fi
 `parquet`, the same jobs as a Parquet table named by a small JSON file), then measures, best of
 REPEATS (wall seconds, and CPU seconds, which move less on a shared machine):
 - in process: `schedopt.solve` on the same problem built from arrays (the modules already
-  imported: the solve alone);
+  imported: the solve alone), alternating with the end-to-end runs;
 - end to end: the command in a fresh process, from its start until it has exited with the
   result document written (interpreter start, imports, loading, solving, writing), stdout
   thrown away; and the process's peak resident memory (GNU time);
@@ -145,18 +145,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for jobs in args.jobs:
             problem = contended(jobs)
-            inside = []
-            for _ in range(args.repeats):
-                start, cpu = time.perf_counter(), time.process_time()
-                result = schedopt.solve(problem)
-                inside.append((time.perf_counter() - start, time.process_time() - cpu))
+            result = schedopt.solve(problem)
             for kind in args.formats:
                 path = Path(folder) / f"instance-{jobs}-{kind}.json"
                 (write_json if kind == "json" else write_parquet)(problem, path)
                 output = Path(folder) / "result.json"
                 trees = [None] + ([args.before] if args.before else [])
                 runs = {tree: [] for tree in trees}
+                inside = []
                 for _ in range(args.repeats):
+                    # In process and end to end alternate, so that both see the same load.
+                    start, cpu = time.perf_counter(), time.process_time()
+                    schedopt.solve(problem)
+                    inside.append((time.perf_counter() - start, time.process_time() - cpu))
                     for tree in trees:
                         runs[tree].append(end_to_end(path, output, tree))
                         written = orjson.loads(output.read_bytes())

@@ -44,19 +44,21 @@ def assert_same_run(a, b) -> None:
     assert set(a.summary) == set(b.summary)
 
 
-def interrupted_then_resumed(policy, config, path: Path, at: list[int], every: int = 3):
-    """Run with checkpoints, interrupted at round at[0]; resume and interrupt at at[1]
-    (counted from the start of the run), ...; the last resume runs to the end."""
+def interrupted_then_resumed(policy, config, path: Path, at: list[int], every: int = 3,
+                             trace=SMALL):
+    """Run `trace` with checkpoints, interrupted at event (round or lease boundary) at[0];
+    resume and interrupt at at[1] (counted from the start of the run), ...; the last resume
+    runs to the end."""
     for stop in at:
         def hook(events, stop=stop):
             if events == stop:
                 raise Stop()
         plan = CheckpointPlan(path, every_events=every, on_event=hook)
         with pytest.raises(Stop):
-            simulate(SMALL, policy, config, checkpoint=plan,
+            simulate(trace, policy, config, checkpoint=plan,
                      resume=path if path.exists() else None)
         assert json.loads(path.read_text())["events"] == stop
-    return simulate(SMALL, policy, config, resume=path)
+    return simulate(trace, policy, config, resume=path)
 
 
 CASES = [

@@ -18,16 +18,13 @@ from schedopt.cli.main import main
 from schedopt.instance import load_instance
 from schedopt.simulation import CheckpointError, CheckpointPlan, SimulationConfig, simulate
 from schedopt.simulation.checkpoint import decode
+from test_resume import interrupted_then_resumed as resumed_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "instances" / "chronus-leases.json"
 LEASES = load_instance(TRACE)
 WALL = {"decide_seconds_mean", "decide_seconds_max"}  # measured, differ run to run
 CONFIG = SimulationConfig()  # 20-min leases: 73 boundaries on the bundled trace
-
-
-class Stop(KeyboardInterrupt):
-    """The interrupt the tests raise."""
 
 
 def assert_same_lease_run(a, b) -> None:
@@ -41,18 +38,8 @@ def assert_same_lease_run(a, b) -> None:
 
 
 def interrupted_then_resumed(policy: str, path: Path, at: list[int], every: int = 3):
-    """Interrupt at boundary at[0], resume and interrupt at at[1], ...; the last resume runs to
-    the end."""
-    for stop in at:
-        def hook(events, stop=stop):
-            if events == stop:
-                raise Stop()
-        plan = CheckpointPlan(path, every_events=every, on_event=hook)
-        with pytest.raises(Stop):
-            simulate(LEASES, policy, CONFIG, checkpoint=plan,
-                     resume=path if path.exists() else None)
-        assert json.loads(path.read_text())["events"] == stop
-    return simulate(LEASES, policy, CONFIG, resume=path)
+    """The bundled lease trace interrupted at boundaries `at` and resumed (test_resume's)."""
+    return resumed_run(policy, CONFIG, path, at, every, trace=LEASES)
 
 
 @pytest.fixture(scope="module")

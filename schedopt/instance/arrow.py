@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedopt.instance.table import JobTable, is_table
+from schedopt.instance.table import JobTable, is_table, keeps_rule
 from schedopt.instance.validate import job_rule, schema, _resolve
 
 _NUMBERS = ("scale_factor", "weight", "arrival_time", "total_steps", "steps_done", "deadline",
@@ -69,14 +69,7 @@ def _numbers(table, column: str, rule: dict, default: float) -> np.ndarray | Non
     if values is None:
         return None
     given = ~np.isnan(values)
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(values)
-        if "minimum" in rule:
-            ok &= values >= rule["minimum"]
-        if "exclusiveMinimum" in rule:
-            ok &= values > rule["exclusiveMinimum"]
-        if rule.get("type") == "integer":
-            ok &= np.floor(values) == values
+    ok = keeps_rule(values, rule)
     if (given & ~ok).any():
         return None
     return np.where(given, values, default)

@@ -151,3 +151,18 @@ def uses_tables(doc: dict) -> bool:
     """Whether the document takes its jobs or its throughput matrix from a table file."""
     perf = doc.get("performance")
     return is_table(doc.get("jobs")) or isinstance(perf, dict) and is_table(perf.get("throughput"))
+
+
+def keeps_rule(values: np.ndarray, rule: dict) -> np.ndarray:
+    """Which of `values` (floats, NaN where a cell is empty) are finite and keep a JSON-Schema
+    rule's `minimum`, `exclusiveMinimum` and integer `type` (what a table's numeric column
+    must satisfy, as the same key does in a JSON job)."""
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(values)
+        if "minimum" in rule:
+            ok &= values >= rule["minimum"]
+        if "exclusiveMinimum" in rule:
+            ok &= values > rule["exclusiveMinimum"]
+        if rule.get("type") == "integer":
+            ok &= np.floor(values) == values
+    return ok

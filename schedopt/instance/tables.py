@@ -21,7 +21,7 @@ import pandas as pd
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.build import build_instance
 from schedopt.instance.model import Instance
-from schedopt.instance.table import JobTable, is_table
+from schedopt.instance.table import JobTable, is_table, keeps_rule
 from schedopt.instance.validate import _resolve, describe, job_rule, schema
 from schedopt.instance.values import show
 
@@ -145,14 +145,7 @@ def _numbers(frame: pd.DataFrame, column: str, rule: dict, cells: _Cells,
         values, ok = np.zeros(len(series)), np.zeros(len(series), dtype=bool)
     else:
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(values)
-            if "minimum" in rule:
-                ok &= values >= rule["minimum"]
-            if "exclusiveMinimum" in rule:
-                ok &= values > rule["exclusiveMinimum"]
-            if rule.get("type") == "integer":
-                ok &= np.floor(values) == values
+        ok = keeps_rule(values, rule)
     cells.add(given & ~ok, column,
               lambda r: f"expected {describe(rule)}, got {show(_cell(series, r))}")
     return np.where(given, values, default)

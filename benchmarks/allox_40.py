@@ -28,7 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCE = ROOT / "instances" / "allox-40.json"
-SEED = 4  # issue 4
+SEED = 4
 USERS = ("alice", "bob", "carol", "dave")
 KINDS = {"conv": (6.0, 12.0), "recurrent": (2.0, 4.0), "small": (0.7, 1.5)}  # GPU speed-up range
 

@@ -1,4 +1,4 @@
-"""Chronus lease solves at issue 5's size: 400 candidate jobs, a 48-lease horizon, 64 GPUs (default).
+"""Chronus lease solves at the target size: 400 candidate jobs, a 48-lease horizon, 64 GPUs (default).
 
 Each instance: GPUs per job from {1, 2, 4, 8} (probabilities 0.5/0.2/0.2/0.1), 1-6 leases
 needed, 1-3 deadline options with increasing horizons (up to 48 leases) and decreasing values.

@@ -234,7 +234,7 @@ def test_hidden_pairs_take_both_sides_and_only_measured_cells():
 
 @needs_samples
 def test_completed_gavel_pairs_are_within_ten_percent_with_half_of_them_hidden():
-    """The acceptance figure of issue 9 (docs/performance-models.md prints the full table)."""
+    """The acceptance figure of the robust policy (docs/performance-models.md prints the full table)."""
     model = gavel_model(TABLE)
     frame = accuracy_study(model, fractions=(0.5,), targets=("pairs",), seeds=3, ensemble=0)
     assert frame["hidden"].tolist() == [939, 938, 942]

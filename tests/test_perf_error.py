@@ -1,4 +1,4 @@
-"""Misestimated throughputs (issue 9): `perf_error` perturbs only the matrix the policy sees, and
+"""Misestimated throughputs: `perf_error` perturbs only the matrix the policy sees, and
 robust max-min fairness guarantees its level for every throughput matrix in the stated box."""
 
 from __future__ import annotations

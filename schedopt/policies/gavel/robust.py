@@ -1,5 +1,5 @@
 """Robust max-min fairness: the level guaranteed for every true throughput matrix within a
-relative box around the one the policy sees (issue 9; docs/perf-error.md).
+relative box around the one the policy sees (docs/perf-error.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ docstring), solved whole, with a MIP start from `smd`.
 
 Every column is integer, so CP-SAT takes it (the objective coefficients, seconds, stay floats:
 CP-SAT scales them itself, and the objective reported here is recomputed from the placement).
-HiGHS is refused for MILPs (issue 6: highspy 1.14's MIP answers are wrong); `cpsat` is the
+HiGHS is refused for MILPs (highspy 1.14's MIP answers were wrong on these models); `cpsat` is the
 default, chosen by measurement (benchmarks/README.md).
 """
 

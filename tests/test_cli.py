@@ -129,6 +129,8 @@ def test_demo_runs_from_the_installed_console_script():
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "max_min_fairness" in done.stdout and "optimal" in done.stdout
+    # every objective shown says what it measures, in which unit
+    assert "min_makespan: makespan in seconds" in done.stdout
 
 
 def test_one_line_errors_and_the_exit_code_are_defined_once():

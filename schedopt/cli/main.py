@@ -204,14 +204,19 @@ def demo(policy_names):
     click.echo(f"instance: {instance.name} ({len(instance.jobs)} jobs; "
                + ", ".join(f"{t.count} {name}" for name, t in instance.cluster.gpu_types.items())
                + " GPUs)\n")
-    rows = []
+    rows, meanings = [], []
     for name in policy_names:
-        result = solve_instance(instance, name)
+        chosen, fixed = resolve(name)
+        result = solve_instance(instance, chosen, **fixed)
         thr = result.effective_rates
         rows.append([name, result.status.value, render.number(result.objective),
                      f"{thr.sum():.4g}", f"{thr.min():.4g}", f"{result.solve_seconds:.3f}"])
+        if result.objective is not None:
+            meanings.append(f"  {name}: {chosen.objective_doc}")
     click.echo(render.table(["policy", "status", "objective", "total steps/s",
-                             "min job steps/s", "seconds"], rows))
+                             "min job steps/s", "solve s"], rows))
+    if meanings:
+        click.echo("\nobjective:\n" + "\n".join(meanings))
     click.echo("\nNext: schedopt solve instances/tiny.json --policy max_min_fairness")
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedopt.backends import Status
+from schedopt.policies.smd.bound import relaxation
 from schedopt.policies.smd.knapsack import exchange_pass, knapsack_step, resource_prices
 from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.neighbourhood import improve
@@ -54,6 +55,7 @@ REPAIR_LIMIT = 30.0  # seconds the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
 PLACE_LIMIT = 0.25  # seconds CP-SAT may take to place the bound's configuration choice
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
+RELAXATION_LIMIT = 5.0  # seconds HiGHS may take on the LP relaxation (40-80 ms at 50 jobs)
 DEFAULT_LNS_STEPS = 20  # steps of the large-neighbourhood search over the exact MILP (neighbourhood.py)
 
 
@@ -212,11 +214,24 @@ def lagrangian_bound(problem: SmdProblem, cfg: Configurations, shares: np.ndarra
     return float(L.min(axis=1).sum() - mu.sum()), mu
 
 
+def _rounded(problem: SmdProblem, program, values: np.ndarray) -> Packing | None:
+    """The LP relaxation's placement with every job's workers and PSs per machine rounded down
+    (which keeps every machine within its capacity), then a worker or PS put back for each job
+    left without one (None when one cannot be placed)."""
+    floor = lambda v: np.floor(values[v.columns].reshape(v.shape) + 1e-7).astype(np.int64)  # noqa: E731
+    pack = Packing.of(problem, floor(program.x), floor(program.y))
+    pack.relocate = RELOCATE
+    for i in np.flatnonzero((pack.w == 0) | (pack.p == 0)).tolist():
+        if not pack.add(i, int(pack.w[i] == 0), int(pack.p[i] == 0)):
+            return None
+    return pack
+
+
 def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
         seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
         place_limit: float = PLACE_LIMIT, beyond: bool = True,
-        lns_steps: int = DEFAULT_LNS_STEPS) -> SmdSolution:
+        lns_steps: int = DEFAULT_LNS_STEPS, lp_start: bool = True) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
     - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
@@ -224,18 +239,25 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       them or proves that nothing can (status infeasible with that reason);
     - the Lagrangian bound's own configuration choice as one more start of phase 2, placed
       first fit or, when that fails, by CP-SAT within `place_limit` seconds (0: not tried);
+    - the LP relaxation's placement (below) rounded down per machine, a worker or PS put back
+      where a job has none, as one more start of phase 2 (lp_start=False leaves it out, for
+      comparisons);
     - `search_steps` steps of ruin and recreate (`schedopt.policies.smd.search`, numpy, random
       choices from `seed`, stopping after PATIENCE steps without an improvement); the search
       also stops at `time_limit` seconds of CPU time of the whole call, a safety cap that only
       binds on a machine several times slower than the measured one (docs/smd.md), so for a
-      fixed seed the result is the same run to run.
-    beyond=False is the paper's method alone (none of the three; for comparisons).
-    `bound` is `lagrangian_bound` (proven; seconds) and status is optimal when the objective
-    reaches it. details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
+      fixed seed the result is the same run to run;
+    - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`).
+    beyond=False is the paper's method alone (none of these; for comparisons).
+    `bound` (proven; seconds) is the larger of `lagrangian_bound` and the LP relaxation of
+    smd_exact's MILP (`schedopt.policies.smd.bound`, HiGHS; its per-machine rows make it the
+    higher one where resources bind), and status is optimal when the objective reaches it.
+    details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
     search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
-    gap ((objective - bound) / objective),
+    gap ((objective - bound) / objective), bounds (lagrangian, relaxation: None when HiGHS
+    gave no duals),
     phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
@@ -285,6 +307,14 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         realized = pack_counts(problem, cfg.workers[rows, choice], cfg.ps[rows, choice])
         starts += [] if realized is None else [fill(realized)]
     bound, prices = lagrangian_bound(problem, cfg, shares)
+    bounds, lp = {"lagrangian": bound, "relaxation": None}, None
+    if problem.num_jobs:
+        program = program or exact_program(problem, cfg, symmetry=False)
+        bounds["relaxation"], lp = relaxation(program, RELAXATION_LIMIT)
+        bound = max(bound, bounds["relaxation"] or -np.inf)
+    if lp is not None and beyond and lp_start:  # the LP's placement rounded down
+        rounded = _rounded(problem, program, lp)
+        starts += [] if rounded is None else [fill(rounded)]
     # the bound's own choice (priced up until the cluster totals hold it), placed first fit
     choice = _fitting_choice(np.where(cfg.valid, T, np.inf), shares, prices)
     if choice is not None and beyond:
@@ -315,6 +345,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         result, details["lns"] = improve(problem, Placement(pack.workers, pack.ps), lns_steps,
                                          seed, time_limit=left, target=bound)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
+    details["bounds"] = bounds
     out = solution(problem, result, "smd", clock, bound=bound, details=details)
     out.details["gap"] = max(out.objective - bound, 0.0) / max(out.objective, 1e-12)
     if out.objective <= bound * (1 + 1e-9):

@@ -5,8 +5,8 @@ them). Every job needs `parameter_server`, every node the resources tasks ask fo
 
 Outcome: no allocation (the decision is counts and a placement, not time fractions); objective
 = sum over jobs of the completion time T_i(w_i, p_i), seconds, all jobs starting now; bound:
-a proven lower bound, seconds (smd_exact's from the solver, smd's Lagrangian one; None for the
-baselines). details: `workers`, `ps` {job id:
+a proven lower bound, seconds (smd_exact's from the solver, smd's the larger of its Lagrangian
+one and the LP relaxation's, checked from HiGHS's duals; None for the baselines). details: `workers`, `ps` {job id:
 int}, `placement` {job id: {machine id: {"workers": n, "ps": m}}} (machines holding some of
 its tasks), `completion_time_s` {job id: seconds}, `machines` (ids, in order) and each
 method's own statistics.
@@ -65,8 +65,8 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
     """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
     residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
     ruin-and-recreate steps after the paper's method, seed its random choices, place_limit the
-    seconds CP-SAT may take to place the Lagrangian bound's choice (0: not tried; then smd is
-    numpy only unless nothing else places one worker and one PS per job), lns_steps the
+    seconds CP-SAT may take to place the Lagrangian bound's choice (0: not tried; then CP-SAT runs
+    only when nothing else places one worker and one PS per job), lns_steps the
     steps of the large-neighbourhood search over the exact MILP (CP-SAT; 0: none). options.time_limit
     (CPU seconds of the whole call, default DEFAULT_TIME_LIMIT) stops the search early."""
     _no_solver("smd", solver)
@@ -107,9 +107,9 @@ class SmdOptions:
     """epsilon: stopping tolerance of the sum-of-ratios residuals, in (0, 1); max_iterations:
     cap on its Newton iterations; search_steps: ruin-and-recreate steps after the paper's
     method; seed: the search's random choices; place_limit: seconds CP-SAT may take to place
-    the Lagrangian bound's configuration choice (0: not tried, numpy only); lns_steps: steps
+    the Lagrangian bound's configuration choice (0: not tried); lns_steps: steps
     of the large-neighbourhood search over the exact MILP after the numpy search (CP-SAT, a few
-    jobs at a time; 0: none, numpy only)."""
+    jobs at a time; 0: none)."""
 
     epsilon: float = DEFAULT_EPSILON
     max_iterations: int = DEFAULT_MAX_ITERATIONS

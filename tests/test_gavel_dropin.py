@@ -19,8 +19,8 @@ import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
-from schedopt.gavel import (FTF_LEXIMIN, PACKED, SIGNATURES, SPEED_BLIND, UNSUPPORTED, get_policy,
-                            spread_over_types)
+from schedopt.gavel import (CENTERED, FTF_LEXIMIN, PACKED, SIGNATURES, SPEED_BLIND, UNSUPPORTED,
+                            get_policy, spread_over_types)
 from schedopt.policies.gavel.lp import finish_time_ratios
 from schedopt.policies.packed.master import PairTable
 from test_packed_targets import FullLP, leximin_by_brute_force
@@ -213,7 +213,9 @@ def test_fake_scheduler_gets_schedopts_allocation_for_every_name(name):
     ref.assert_base_constraints(p, X)
     options = {"slos": True} if name.endswith("_SLOs") else {}
     expected = solve(p, f"gavel:{name}", **options).X
-    if name in SPEED_BLIND:  # at least the same time per job, split over types by GPU count
+    if name in CENTERED:  # Gavel's V100-priced LP, centered: tests/test_gavel_centered.py
+        assert np.all(X > 0)
+    elif name in SPEED_BLIND:  # at least the same time per job, split over types by GPU count
         assert np.all(X.sum(1) >= expected.sum(1) - 1e-9)
         capacity = np.array([state["cluster_spec"][t] for t in TYPES], dtype=float)
         np.testing.assert_allclose(X, X.sum(1, keepdims=True) * capacity / capacity.sum(),
@@ -252,12 +254,6 @@ def test_speed_blind_spread_keeps_the_agnostic_optimum():
     s, w = np.asarray(p.scale_factor), np.asarray(p.weight)
     assert np.min(s * X.sum(1) / w) == pytest.approx(ref.max_min_fairness(p, agnostic=True).value,
                                                      rel=1e-6)
-    X = as_matrix(FakeGavelScheduler(get_policy("min_total_duration"), state).compute_allocation(),
-                  ids)
-    assert np.all(np.asarray(p.scale_factor) @ X <= np.asarray(p.capacity) + 1e-9)
-    best = ref.agnostic_best_throughput(p)
-    makespan = np.max(np.asarray(p.remaining_steps) / (best * X).sum(1))
-    assert makespan <= ref.min_makespan(p, agnostic=True).value * (1 + 1e-6)
 
 
 def test_fake_scheduler_calls_use_gavels_argument_counts():

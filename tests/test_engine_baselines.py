@@ -73,12 +73,16 @@ def test_edf_on_three_jobs_worked_by_hand():
 def test_srtf_on_three_jobs_worked_by_hand():
     # t=0: remaining b 50 < c 80 < a 170: b (1 GPU) starts, c (2 GPUs) does not fit, a (1 GPU)
     # does: b ends at 60, a has 80 s left. t=100: a and c both have 80 s left; a arrived first
-    # in file order and fits, c does not: a keeps its GPU and ends at 180. t=200: c ends at
-    # 210 + 80 = 290, past its deadline 250.
-    result = simulate(lease_trace(), "srtf", SimulationConfig(policy_options=LEASE_OPTIONS))
-    assert result.jobs["completion_s"].tolist() == pytest.approx([180.0, 60.0, 290.0])
-    assert result.jobs["met_deadline"].tolist()[::2] == [True, False]  # b has no deadline
-    assert result.summary["slo_miss_ratio"] == pytest.approx(0.5)
+    # in file order and fits, c does not: a keeps its GPU and ends at 180. Work-conserving
+    # (the default): both GPUs are idle at 180, so c starts there and ends at 190 + 80 = 270;
+    # deciding at boundaries only, c waits for t=200 and ends at 210 + 80 = 290. Either way
+    # past its deadline 250.
+    for conserving, c_ends in ((True, 270.0), (False, 290.0)):
+        options = {**LEASE_OPTIONS, "work_conserving": conserving}
+        result = simulate(lease_trace(), "srtf", SimulationConfig(policy_options=options))
+        assert result.jobs["completion_s"].tolist() == pytest.approx([180.0, 60.0, c_ends])
+        assert result.jobs["met_deadline"].tolist()[::2] == [True, False]  # b: no deadline
+        assert result.summary["slo_miss_ratio"] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("policy, completion", [
@@ -131,7 +135,10 @@ RECORDED_QUEUES = {
 
 @pytest.mark.parametrize("policy", sorted(RECORDED_LEASES))
 def test_lease_baselines_give_the_recorded_numbers_on_the_bundled_trace(policy):
-    summary = simulate(load_instance(LEASES), policy).summary
+    # The former schedulers decided at lease boundaries only; work-conserving runs (the
+    # default) are checked by hand-worked traces and tests/test_work_conserving.py.
+    config = SimulationConfig(policy_options={"work_conserving": False})
+    summary = simulate(load_instance(LEASES), policy, config).summary
     for key, value in RECORDED_LEASES[policy].items():
         assert summary[key] == pytest.approx(value, rel=1e-12), key
 

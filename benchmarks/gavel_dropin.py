@@ -57,8 +57,10 @@ class _StubModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def simulate(scheduler_dir: str, trace: str, policy: str, swap: bool, throughputs: str,
-             cluster: str, per_server: str, seed: int, backend: str | None = None) -> dict:
-    """One simulation in this process (the worker): {'jct': s, 'makespan': s, 'wall': s}."""
+             cluster: str, per_server: str, seed: int, backend: str | None = None,
+             center_slack: float | None = None) -> dict:
+    """One simulation in this process (the worker): {'jct': s, 'makespan': s, 'wall': s}.
+    center_slack: schedopt.gavel.CENTER_SLACK for the swapped run (None: its default)."""
     sys.path.insert(0, scheduler_dir)  # Gavel's modules import each other by bare name
     os.chdir(scheduler_dir)
     sys.meta_path.append(_StubModules())
@@ -66,6 +68,8 @@ def simulate(scheduler_dir: str, trace: str, policy: str, swap: bool, throughput
     import utils
     if swap:
         from schedopt import gavel
+        if center_slack is not None:
+            gavel.CENTER_SLACK = center_slack
         utils.get_policy = (gavel.get_policy if backend is None else
                             lambda name, **_: gavel.get_policy(name, solver=backend))
     jobs, arrival_times = utils.parse_trace(trace)
@@ -90,6 +94,8 @@ def run_worker(args, policy: str, swap: bool) -> dict | str:
                "--per-server", args.per_server, "--seed", str(args.seed)]
     if swap:
         command += ["--swap"] + (["--backend", args.backend] if args.backend else [])
+        if args.center_slack is not None:
+            command += ["--center-slack", repr(args.center_slack)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -118,6 +124,10 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per simulation")
     parser.add_argument("--backend", default=None,
                         help="schedopt backend for its policies (default: each policy's own)")
+    parser.add_argument("--center-slack", type=float, default=None,
+                        help="relative slack on the optimum inside which schedopt's speed-blind "
+                             "makespan and finish-time fairness take the analytic center "
+                             "(default: schedopt.gavel.CENTER_SLACK, 1e-6)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--swap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -132,7 +142,7 @@ def main() -> None:
             stdout, sys.stdout = sys.stdout, quiet
             result = simulate(args.gavel_dir, args.trace, args.policy[0], args.swap,
                               args.throughputs, args.cluster, args.per_server, args.seed,
-                              args.backend)
+                              args.backend, args.center_slack)
             sys.stdout = stdout
         print("RESULT " + json.dumps(result))
         return

@@ -16,15 +16,19 @@ MILP limit --time-limit s; GPUs idle between boundaries go to waiting jobs at on
 miss ratio of each scheduler; `adm` SLO jobs Chronus admitted (at any time) and `adm miss`
 how many of them missed their deadline; `milp s` mean and max seconds of a Chronus decision
 at a boundary (admission + lease MILP + fill); `ok` whether chronus <= min(edf, srtf).
+--chronus NAME=VALUE (repeatable) passes one more option to chronus only, e.g. repack=true,
+readmit=true, sigma=1 (`schedopt.policies.chronus.policy.ChronusOptions`).
 
     python benchmarks/chronus_lease_lengths.py [--csv PATH] [--seeds 0,1] [--factors 1.3,2,3]
         [--leases 60,300,1200] [--jobs 200] [--gpus 32] [--burst 4] [--time-limit 1]
-        [--overhead-per run|lease] [--work-conserving on|off]
+        [--overhead-per run|lease] [--work-conserving on|off] [--chronus NAME=VALUE ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +37,8 @@ import numpy as np
 import pandas as pd
 
 from schedopt.policies.chronus.boundary import LeaseSettings
+from schedopt.policies.chronus.policy import ChronusOptions
+from schedopt.simulation import simulate
 from schedopt.simulation.lease_sim import LeaseSimulationConfig, simulate_leases
 from schedopt.traces import read_philly_deadlines
 
@@ -59,14 +65,18 @@ def burst_csv(csv: Path, seed: int, jobs: int, stride: int, burst: float, gpus: 
 
 
 def run(trace, lease: float, time_limit: float, overhead_per: str = "run",
-        conserving: bool = True) -> dict:
+        conserving: bool = True, chronus: dict | None = None) -> dict:
+    """One row: the three schedulers on `trace`; `chronus` extra options for chronus only."""
     settings = LeaseSettings(lease_seconds=lease, resume_overhead_s=OVERHEAD,
                              time_limit=time_limit, resume_overhead_per=overhead_per,
                              work_conserving=conserving)
     config = LeaseSimulationConfig(settings)
+    base = config.simulation_config(tuple(f.name for f in dataclasses.fields(ChronusOptions)))
+    own = dataclasses.replace(base, policy_options={**base.policy_options, **(chronus or {})})
     row = {}
     for scheduler in ("chronus", "edf", "srtf"):
-        result = simulate_leases(trace, scheduler, config)
+        result = (simulate(trace, scheduler, own) if scheduler == "chronus"
+                  else simulate_leases(trace, scheduler, config))
         row[scheduler] = result.summary["slo_miss_ratio"]
         if scheduler == "chronus":
             jobs = result.jobs
@@ -92,7 +102,17 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=1.0)
     parser.add_argument("--overhead-per", choices=("run", "lease"), default="run")
     parser.add_argument("--work-conserving", choices=("on", "off"), default="on")
+    parser.add_argument("--chronus", action="append", default=[], metavar="NAME=VALUE",
+                        help="one more chronus option (VALUE as JSON, else a string: "
+                             "repack=true, sigma=1, fill=service)")
     args = parser.parse_args()
+    chronus = {}
+    for item in args.chronus:
+        name, _, value = item.partition("=")
+        try:
+            chronus[name] = json.loads(value)
+        except json.JSONDecodeError:
+            chronus[name] = value
     seeds = [int(s) for s in args.seeds.split(",")]
     factors = [float(f) for f in args.factors.split(",")]
     leases = [float(x) for x in args.leases.split(",")]
@@ -108,7 +128,7 @@ def main() -> None:
                                               seed=seed).instance
                 for lease in leases:
                     row = run(trace, lease, args.time_limit, args.overhead_per,
-                              args.work_conserving == "on")
+                              args.work_conserving == "on", chronus)
                     rows.append({"seed": seed, "factor": factor, "lease s": lease, **row})
                     print(_line(rows[-1]), flush=True)
     table = pd.DataFrame(rows)

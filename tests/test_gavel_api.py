@@ -38,6 +38,9 @@ EXPECTED_ALIASES = {
     "max_min_fairness_packed": "max_min_fairness_packed",
     "max_min_fairness_water_filling_packed": "water_filling_packed",
     "min_total_duration_packed": "min_makespan_packed",
+    "fifo_packed": "fifo_packed",
+    "finish_time_fairness_packed": "finish_time_fairness_packed",
+    "max_sum_throughput_normalized_by_cost_packed_SLOs": "min_cost_packed",
     "min_total_duration": "min_makespan_agnostic",
     "min_total_duration_perf": "min_makespan",
     "finish_time_fairness": "finish_time_fairness_agnostic",
@@ -73,6 +76,7 @@ def test_gavel_aliases_cover_the_expected_names():
     assert resolve("gavel:max_sum_throughput_normalized_by_cost_perf")[1] == {"slos": False}
     assert resolve("gavel:max_sum_throughput_normalized_by_cost_perf_SLOs")[1] == {"slos": True}
     assert resolve("gavel:fifo")[1] == {"agnostic": True}
+    assert resolve("gavel:max_sum_throughput_normalized_by_cost_packed_SLOs")[1] == {"slos": True}
 
 
 def test_slos_alias_differs_from_plain_cost_alias_when_a_deadline_binds():
@@ -85,7 +89,7 @@ def test_slos_alias_differs_from_plain_cost_alias_when_a_deadline_binds():
     assert slos.objective == pytest.approx(5.5, rel=1e-6)
 
 
-@pytest.mark.parametrize("name", ["gavel:fifo_packed", "gavel:nope", "max_min",
+@pytest.mark.parametrize("name", ["gavel:gandiva", "gavel:nope", "max_min",
                                   "", "gavel:"])
 def test_unknown_policy_is_a_policy_error(name):
     with pytest.raises(PolicyError):

@@ -309,7 +309,6 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     bounds, lp = {"lagrangian": bound, "relaxation": None}, None
     if problem.num_jobs:
         program = program or exact_program(problem, cfg, symmetry=False)
-        # no wall-clock limit: the same bound under any load
         bounds["relaxation"], lp = relaxation(program)
         bound = max(bound, bounds["relaxation"] or -np.inf)
     if lp is not None and beyond and lp_start:  # the LP's placement rounded down

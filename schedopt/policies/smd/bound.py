@@ -48,14 +48,13 @@ def dual_bound(lp: LinearProgram, y: np.ndarray) -> float:
     return float(lp.objective_offset + y @ rhs + low.sum())
 
 
-def relaxation(program: ExactProgram, time_limit: float | None = None
-               ) -> tuple[float | None, np.ndarray | None]:
+def relaxation(program: ExactProgram) -> tuple[float | None, np.ndarray | None]:
     """(`dual_bound` of the program's LP relaxation at the duals HiGHS finds, seconds; the LP's
-    column values), each None when HiGHS reports no optimal solution within time_limit
-    seconds."""
+    column values), both None when HiGHS reports no optimal solution. No time limit: a
+    wall-clock limit would make the bound depend on the machine's load."""
     lp = dataclasses.replace(program.lp, integer=None)
     try:
-        result = Solver(SOLVER, SolveOptions(time_limit=time_limit, threads=1)).solve(lp)
+        result = Solver(SOLVER, SolveOptions(threads=1)).solve(lp)
     except SolveError:
         return None, None
     if result.row_duals is None:
@@ -63,7 +62,3 @@ def relaxation(program: ExactProgram, time_limit: float | None = None
     value = dual_bound(lp, result.row_duals)
     return (value if np.isfinite(value) else None), result.x
 
-
-def relaxation_bound(program: ExactProgram, time_limit: float | None = None) -> float | None:
-    """The bound of `relaxation` alone."""
-    return relaxation(program, time_limit)[0]

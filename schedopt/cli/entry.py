@@ -29,6 +29,11 @@ def run() -> None:
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
         except KeyboardInterrupt as exc:
             interrupts.exit_interrupted(exc)
+        except Exception as exc:
+            cause = interrupts.interrupt_behind(exc)
+            if cause is None:
+                raise
+            interrupts.exit_interrupted(cause)
     except SystemExit:
         interrupts.end_process_if_interrupted()
         raise

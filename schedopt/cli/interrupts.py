@@ -48,6 +48,19 @@ def install() -> None:
         pass
 
 
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM that caused `exc`, if any: an interrupt that lands while a
+    compiled extension initializes (e.g. `import highspy`) surfaces as that import's
+    ImportError, with the KeyboardInterrupt as its cause."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def exit_interrupted(exc: KeyboardInterrupt) -> None:
     """Print one line and exit with 130 or 143."""
     terminated = isinstance(exc, Terminated)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import random
 
 import numpy as np
 
@@ -486,7 +487,10 @@ class GavelPolicy:
         self._previous: dict = {}  # job -> (steps remaining, isolated steps/s) at the last call
         self._placed: dict = {}  # fifo, allox: job -> index of the GPU type it holds
         self._fifo_calls = 0
-        self._gandiva = GandivaPacking(seed=self.options.pop("seed", None))
+        seed = self.options.pop("seed", None)
+        self._gandiva = GandivaPacking(seed=seed)
+        self._fifo_draws = random.Random(0 if seed is None else seed)  # fifo: as Gavel's
+        self._intended_fifo = bool(self.options.pop("intended", False))  # fifo: see _sticky_fifo
         self._alpha = float(self.options.pop("alpha", 1.0))  # allox: share of waiting jobs
 
     def __repr__(self) -> str:
@@ -504,8 +508,8 @@ class GavelPolicy:
         throughputs = arguments.pop(_TU, None) or arguments.pop(_T, None)
         if _WU in arguments:
             arguments[_W] = arguments.pop(_WU)
-        if not throughputs:
-            self._previous = {}
+        if not throughputs:  # every job has finished
+            self._previous, self._placed = {}, {}
             return None
         arguments.pop("verbose", None)
         if arguments.pop("return_effective_throughputs", False):
@@ -525,7 +529,8 @@ class GavelPolicy:
         if self.gavel_name in CENTERED:
             problem = agnostic_view(problem)
         if self.gavel_name == "fifo":
-            return self._sticky_fifo(job_ids, problem)
+            return (self._sticky_fifo if self._intended_fifo else self._gavel_fifo)(job_ids,
+                                                                                     problem)
         if self.gavel_name == "fifo_perf":  # Gavel's rule, the solo pass of fifo_packed
             placed, _ = fifo_solo(problem)
             X = np.zeros(problem.throughput.shape)
@@ -689,10 +694,53 @@ class GavelPolicy:
         self._placed = {job_ids[m]: int(X[m].argmax()) for m in placed}
         return {job: dict(zip(problem.gpu_types, r)) for job, r in zip(job_ids, X.tolist())}
 
+    def _gavel_fifo(self, job_ids: list, problem: ThroughputProblem) -> dict:
+        """What Gavel's base-mode FIFO does (`get_policy("fifo")`), as its runs show: a job
+        keeps the type it was given until it finishes, and the GPUs of a job that finished
+        go to the head of the queue if it fits in what the jobs before it in id order left
+        of that type and runs there. Then, with the types that have free GPUs in sorted name
+        order, each queued job in id order (until one fits no such type) draws one of the
+        types it fits at random, but is given the last of those types, whatever its free
+        GPUs (nothing if the job runs there at 0 steps/s); when that type's free GPUs reach
+        exactly 0, the type drawn leaves the list. So jobs pile onto one type beyond its
+        count. Draws: Python's random.Random(seed), one per job that fits some type."""
+        row = {job: m for m, job in enumerate(job_ids)}
+        T, s = problem.throughput, problem.scale_factor
+        free = problem.capacity.astype(float)
+        queue = [m for m, job in enumerate(job_ids) if job not in self._placed]
+        placed = {}
+        for job in sorted(self._placed):
+            j = self._placed[job]
+            if job in row:
+                placed[job] = j
+                free[j] -= s[row[job]]
+            elif queue and s[queue[0]] <= free[j] and T[queue[0], j] > 0:
+                head = queue.pop(0)
+                placed[job_ids[head]] = j
+                free[j] -= s[head]
+        listed = [j for j in range(problem.num_types) if free[j] > 0]
+        while queue and listed:
+            m = queue.pop(0)
+            fits = [j for j in listed if free[j] >= s[m]]
+            if not fits:
+                break
+            drawn, j = fits[self._fifo_draws.randrange(len(fits))], listed[-1]
+            if T[m, j] > 0:
+                placed[job_ids[m]] = j
+                free[j] -= s[m]
+                if free[j] == 0:
+                    listed.remove(drawn)
+        self._placed = placed
+        X = np.zeros(T.shape)
+        for job, j in placed.items():
+            X[row[job], j] = 1.0
+        return {job: dict(zip(problem.gpu_types, r)) for job, r in zip(job_ids, X.tolist())}
+
     def _sticky_fifo(self, job_ids: list, problem: ThroughputProblem) -> dict:
-        """Gavel's FIFO (base mode): a job keeps the type it was given until it finishes; the
-        others, in job-id order, get what is left from schedopt's `fifo_agnostic` (a random
-        type with room, seeded by the call count unless a `seed` option is given)."""
+        """The FIFO Gavel's base mode intends (`get_policy("fifo", intended=True)`): a job
+        keeps the type it was given until it finishes; the others, in job-id order, get what
+        is left from schedopt's `fifo_agnostic` (a random type with room, seeded by the call
+        count)."""
         row = {job: m for m, job in enumerate(job_ids)}
         kept = [(row[job], j) for job, j in self._placed.items() if job in row]
         held = np.array(kept, dtype=int).reshape(-1, 2)
@@ -725,8 +773,10 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
     """A policy object for Gavel's policy `name`, taking the arguments of Gavel's
     `utils.get_policy`. solver: a schedopt backend name, or None for the policy's default;
     Gavel's cvxpy solver names (ECOS, SCS, GUROBI, ...: upper case) also mean the default, since
-    Gavel's scripts always pass one. seed: the random pairing of `gandiva` (the other policies
-    are deterministic and exact; base-mode `fifo` is seeded by its call count);
+    Gavel's scripts always pass one. seed: the random pairing of `gandiva` and the draws of
+    base-mode `fifo` (None: 0; the other policies are deterministic and exact);
+    `get_policy("fifo", intended=True)` gives the FIFO Gavel's base mode intends (each job a
+    random type with room, seeded by the call count) instead of what its code does;
     priority_reweighting_policies is accepted and unused."""
     if solver is not None and solver.isupper():
         solver = None
@@ -739,7 +789,7 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
     if name not in SIGNATURES:
         raise PolicyError(f"unknown Gavel policy {name!r}; Gavel's names: "
                           f"{', '.join(sorted(SIGNATURES))}")
-    if name == "gandiva" and seed is not None:
+    if name in ("gandiva", "fifo") and seed is not None:
         options = {**options, "seed": seed}
     return GavelPolicy(name, solver, **options)
 

@@ -9,6 +9,10 @@ Gavel's `utils.get_policy` replaced by `schedopt.gavel.get_policy`, the swap a G
 It prints average JCT (s), makespan (s) and wall time (s) side by side, with our/Gavel ratios.
 Defaults are Gavel's physical-cluster set-up: 8 V100 + 16 P100 + 24 K80 GPUs, 4/4/8 per server,
 360 s rounds, seed 0, its simulation_throughputs.json (override with --throughputs).
+
+Gavel's side needs cvxpy's ECOS (package ecos) and, for its water filling, GLPK_MI (package
+cvxopt): without GLPK_MI, Gavel's water filling catches the solver error of its bottleneck
+search and returns the answer of its first LP, its max-min fairness; the script says so.
 """
 
 from __future__ import annotations
@@ -126,8 +130,9 @@ def main() -> None:
                         help="schedopt backend for its policies (default: each policy's own)")
     parser.add_argument("--center-slack", type=float, default=None,
                         help="relative slack on the optimum inside which schedopt's speed-blind "
-                             "makespan and finish-time fairness take the analytic center "
-                             "(default: schedopt.gavel.CENTER_SLACK, 1e-6)")
+                             "finish-time fairness takes the analytic center (and max-min "
+                             "fairness and water filling, where their GPU-count split does not "
+                             "fit) (default: schedopt.gavel.CENTER_SLACK, 1e-6)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--swap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -150,6 +155,12 @@ def main() -> None:
     print("| policy | Gavel JCT (s) | schedopt JCT (s) | ratio | Gavel makespan (s) | "
           "schedopt makespan (s) | ratio | Gavel wall (s) | schedopt wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|")
+    import cvxpy
+
+    if (any("water_filling" in policy for policy in args.policy or POLICIES)
+            and "GLPK_MI" not in cvxpy.installed_solvers()):
+        print("note: cvxpy has no GLPK_MI (package cvxopt), so Gavel's water filling stops "
+              "after its first LP (its max-min fairness)", file=sys.stderr)
     for policy in args.policy or POLICIES:
         theirs, ours = run_worker(args, policy, False), run_worker(args, policy, True)
         if isinstance(theirs, str) or isinstance(ours, str):

@@ -21,7 +21,7 @@ included). The hierarchical water filling takes Gavel's `entity_weights` and
 `entity_to_job_mapping` ({entity: [job ids]}). Every name of Gavel's `utils.get_policy` is
 offered (`allox_alpha=A` too); docs/gavel-adapter.md has the table, and which optimum each
 returns where its LP has many (`spread_over_types`, `average_interchangeable_jobs`,
-LEXIMIN_OPTIMUM, FTF_LEXIMIN, MAKESPAN_LEXIMIN, CENTERED).
+LEXIMIN_OPTIMUM, FTF_LEXIMIN, MAKESPAN_LEXIMIN, CENTERED, `gavel_feasible_point`).
 
 Packed names (`PACKED`): Gavel's scheduler offers job pairs to a policy whose name holds
 `Packing`: `throughputs` then also has a key per pair of jobs (Gavel's JobIdPair: `is_pair()`
@@ -149,14 +149,15 @@ MAKESPAN_LEXIMIN = frozenset({"min_total_duration_packed"})
 # priced at the job's steps/s on this type (`agnostic_view`).
 GAVEL_REFERENCE_TYPE = "v100"
 
-# Speed-blind names that return the analytic center of their LP's optimal face
-# (`analytic_center`), the point Gavel's interior-point solve (ECOS) converges to; the value is
-# whether Gavel states the job's finish time with inv_pos (a cone per job, `analytic_center`'s
-# `cone`). Spreading each job's time over types in proportion to GPU counts instead
-# (`spread_over_types`) left average JCT 2.8% to 23% above Gavel's own runs.
-CENTERED = {"min_total_duration": False, "finish_time_fairness": True}
-# Relative slack on the optimum inside which the center is taken: the answer's makespan or
-# largest finish-time ratio is below the optimum times (1 + CENTER_SLACK).
+# Speed-blind names that solve Gavel's V100-priced LP (`agnostic_view`).
+V100_PRICED = frozenset({"min_total_duration", "finish_time_fairness"})
+# Speed-blind finish-time fairness returns the analytic center of its LP's optimal face
+# (`centered_optimum`), the point Gavel's interior-point solve (ECOS) approaches. Spreading each
+# job's time over types in proportion to GPU counts instead (`spread_over_types`) left average
+# JCT 2.8% to 6.9% above Gavel's own runs.
+CENTERED = frozenset({"finish_time_fairness"})
+# Relative slack on the optimum inside which the center is taken: the answer's largest
+# finish-time ratio is below the optimum times (1 + CENTER_SLACK).
 CENTER_SLACK = 1e-6
 
 
@@ -243,11 +244,10 @@ def analytic_center(problem: ThroughputProblem, need: np.ndarray, start: np.ndar
     return None
 
 
-def centered_optimum(problem: ThroughputProblem, X: np.ndarray, cone: bool) -> np.ndarray:
-    """CENTERED: the analytic center of the allocations whose makespan (`cone` False) or
-    largest finish-time ratio (`cone` True) is below X's times (1 + CENTER_SLACK), X an
-    optimum of `problem`, a speed-blind view (`agnostic_view`); X itself when the center is
-    not found.
+def centered_optimum(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
+    """CENTERED: the analytic center of the allocations whose largest finish-time ratio is
+    below X's times (1 + CENTER_SLACK), X an optimum of `problem`, a speed-blind view
+    (`agnostic_view`); X itself when the center is not found.
 
     The slack shrinks tenfold from 10% to CENTER_SLACK, each center starting from 1/20 of the
     previous one and 19/20 of X: that point keeps half the new slack on every job (a thin
@@ -255,27 +255,91 @@ def centered_optimum(problem: ThroughputProblem, X: np.ndarray, cone: bool) -> n
     active = problem.remaining_steps > 0
     if not active.any():
         return X
-    if cone:
-        isolated = isolated_finish_time(problem)
-        rho = float(np.max(finish_time_ratios(problem, X, isolated)[active]))
-    else:
-        makespan = makespan_of(problem, X)
+    isolated = isolated_finish_time(problem)
+    rho = float(np.max(finish_time_ratios(problem, X, isolated)[active]))
+    center = _shrinking_slack_center(
+        problem, X, lambda slack: ftf_need(problem, rho * (1 + slack), isolated, weighted=False),
+        cone=True)
+    return X if center is None else center
+
+
+def center_over_types(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray | None:
+    """The analytic center of the allocations that give every job at least its total time
+    fraction in X (less a relative CENTER_SLACK) on the types it can run on, within every
+    type's GPU count; None when it is not found. For a speed-blind policy, whose objective
+    sees a job's total time only, it is as optimal as X."""
+    unit = dataclasses.replace(problem, throughput=problem.runnable.astype(float))
+    total = (X * problem.runnable).sum(axis=1)
+    return _shrinking_slack_center(unit, X, lambda slack: total * (1 - slack), cone=False)
+
+
+def _shrinking_slack_center(problem: ThroughputProblem, X: np.ndarray, need_at,
+                            cone: bool) -> np.ndarray | None:
+    """`analytic_center` with need_at(slack) (steps/s), the slack shrunk tenfold from 10% to
+    CENTER_SLACK, each center starting from 1/20 of the previous one and 19/20 of X (X meets
+    every need at slack 0); None when a center is not found."""
     runnable = problem.runnable
     inside = 0.5 * min(1.0 / runnable.sum(axis=1).max(),
                        float(np.min(problem.capacity / (problem.scale_factor @ runnable))))
     center, slack = inside * runnable, 0.1
     weight = slack / 4  # of the interior point, at the first slack
     while True:
-        if cone:
-            need = ftf_need(problem, rho * (1 + slack), isolated, weighted=False)
-        else:
-            need = np.where(active, problem.remaining_steps / (makespan * (1 + slack)), 0.0)
-        center = analytic_center(problem, need, weight * center + (1 - weight) * X, cone)
-        if center is None:
-            return X
-        if slack <= CENTER_SLACK:
+        center = analytic_center(problem, need_at(slack), weight * center + (1 - weight) * X,
+                                 cone)
+        if center is None or slack <= CENTER_SLACK:
             return center
         slack, weight = max(slack / 10, CENTER_SLACK), 0.05
+
+
+def gavel_bisection_makespan(optimum: float) -> float:
+    """The makespan (s) at which Gavel's speed-blind min_total_duration stops, given the
+    optimal one (s): it bisects [100 s, 1e6 s] (then [1e6, 1e7], and so on while nothing there
+    is feasible), a midpoint being feasible when it is at least the optimum, until the range
+    is within a factor 1.05, and keeps the last feasible midpoint: between the optimum and
+    5% above it."""
+    low, high, found = 100.0, 1e6, None
+    while found is None:
+        while 1.05 * low < high:
+            middle = (low + high) / 2
+            if middle >= optimum:
+                found = high = middle
+            else:
+                low = middle
+        low, high = high, high * 10
+    return found
+
+
+def gavel_feasible_point(problem: ThroughputProblem, makespan: float) -> np.ndarray | None:
+    """Clarabel's answer to Gavel's speed-blind min_total_duration at `makespan` (s), a
+    feasibility LP without objective over the runnable cells, each row scaled as Gavel's:
+    X >= 0, sum_m s_m X[m,j] <= c_j, sum_j X[m,j] <= 1, sum_j T[m,j] X[m,j] >= R_m / makespan
+    (T in steps/s, R in steps). With no objective an interior-point method returns the first
+    point it finds feasible, which depends on where it starts, not a center; on Gavel's own
+    calls Clarabel's point lies closer to Gavel's ECOS answer than the analytic center of the
+    optimal face does (docs/gavel-adapter.md). Clipped to [0, 1] as Gavel's; None unless
+    Clarabel reports it solved."""
+    import clarabel
+    import scipy.sparse as sp
+
+    cells = np.argwhere(problem.runnable)  # (row, type) of each variable
+    n, (M, J) = len(cells), problem.throughput.shape
+    m, j = cells[:, 0], cells[:, 1]
+    A = sp.vstack([-sp.identity(n),
+                   sp.csr_matrix((problem.scale_factor[m], (j, np.arange(n))), shape=(J, n)),
+                   sp.csr_matrix((np.ones(n), (m, np.arange(n))), shape=(M, n)),
+                   sp.csr_matrix((-problem.throughput[m, j], (m, np.arange(n))), shape=(M, n))],
+                  format="csc")
+    b = np.concatenate([np.zeros(n), problem.capacity, np.ones(M),
+                        -np.nan_to_num(problem.remaining_steps) / makespan])
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    solution = clarabel.DefaultSolver(sp.csc_matrix((n, n)), np.zeros(n), A, b,
+                                      [clarabel.NonnegativeConeT(A.shape[0])], settings).solve()
+    if str(solution.status) != "Solved":
+        return None
+    X = np.zeros((M, J))
+    X[m, j] = np.clip(solution.x, 0.0, 1.0)
+    return X
 
 
 def level_weights(problem: ThroughputProblem, need: np.ndarray) -> np.ndarray:
@@ -311,8 +375,9 @@ SPEED_BLIND = frozenset({"max_min_fairness", "max_min_fairness_water_filling",
 
 def spread_over_types(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
     """Each job's time fraction raised by one common amount while the GPUs last (capped at 1),
-    then split over its runnable types in proportion to their GPU counts; X as is when that
-    split does not fit every type's count.
+    then split over its runnable types in proportion to their GPU counts; when that split does
+    not fit every type's count, the analytic center of X's total times (`center_over_types`),
+    or X as is if that is not found.
 
     For a speed-blind policy (a job's time counts the same on every type it can run on) each
     job's objective term depends on its total time only and does not fall as it grows, so this
@@ -333,7 +398,8 @@ def spread_over_types(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
         spread = np.minimum(1.0, time + extra)[:, None] * share
         if np.all(s @ spread <= problem.capacity * (1 + 1e-9) + 1e-9):
             return spread
-    return X
+    center = center_over_types(problem, X)
+    return X if center is None else center
 
 
 def average_interchangeable_jobs(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
@@ -526,7 +592,7 @@ class GavelPolicy:
         self._credit_isolated_time(remaining)
         job_ids, problem = build_problem(throughputs, isolated_time=self._isolated_time,
                                          **arguments)
-        if self.gavel_name in CENTERED:
+        if self.gavel_name in V100_PRICED:
             problem = agnostic_view(problem)
         if self.gavel_name == "fifo":
             return (self._sticky_fifo if self._intended_fifo else self._gavel_fifo)(job_ids,
@@ -546,8 +612,10 @@ class GavelPolicy:
         X = result.X
         if self.gavel_name in FTF_LEXIMIN:
             X = self._ftf_leximin(problem, X)
-        if self.gavel_name in CENTERED:
-            X = centered_optimum(problem, X, CENTERED[self.gavel_name])
+        if self.gavel_name == "min_total_duration":
+            X = self._gavel_makespan_point(problem, X)
+        elif self.gavel_name in CENTERED:
+            X = centered_optimum(problem, X)
         elif self.gavel_name in SPEED_BLIND:
             X = spread_over_types(problem, X)
         elif self.gavel_name.startswith("max_sum_throughput"):
@@ -603,6 +671,16 @@ class GavelPolicy:
         return _packed_allocation(throughputs, job_ids, problem.gpu_types, decision.solo,
                                   decision.first, decision.second, decision.gpu,
                                   decision.fraction)
+
+    @staticmethod
+    def _gavel_makespan_point(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
+        """Speed-blind min_total_duration as Gavel's answers it: `gavel_feasible_point` at
+        the makespan where Gavel's bisection stops (`gavel_bisection_makespan`) for X's
+        optimal makespan; X itself when no job has steps left or Clarabel fails."""
+        if not (problem.remaining_steps > 0).any():
+            return X
+        point = gavel_feasible_point(problem, gavel_bisection_makespan(makespan_of(problem, X)))
+        return X if point is None else point
 
     def _ftf_leximin(self, problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
         """FTF_LEXIMIN for the unpacked policy (its ratios ignore priority weights, as Gavel's

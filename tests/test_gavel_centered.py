@@ -1,5 +1,8 @@
 """The speed-blind makespan and finish-time fairness of schedopt.gavel: Gavel's LP (every GPU
-type priced at the job's V100 steps/s), answered with the analytic center of its optimal face.
+type priced at the job's V100 steps/s), answered as Gavel's interior-point solves answer it
+(the makespan: Clarabel's point of Gavel's feasibility LP where Gavel's bisection stops; the
+finish-time fairness: the analytic center of its optimal face), and the analytic center of a
+speed-blind allocation's total times.
 
 Checked against independent cvxpy solves (tests/gavel_reference.py, CLARABEL) and against the
 barrier written out here from its formula."""
@@ -12,7 +15,8 @@ import pytest
 
 import gavel_reference as ref
 from schedopt.core.problem import ThroughputProblem
-from schedopt.gavel import CENTER_SLACK, analytic_center, get_policy
+from schedopt.gavel import (analytic_center, center_over_types, gavel_bisection_makespan,
+                            get_policy, spread_over_types)
 
 TYPES = ["k80", "p100", "v100"]
 CLUSTER = {"k80": 4, "p100": 3, "v100": 2}
@@ -48,18 +52,37 @@ def as_matrix(allocation: dict, ids) -> np.ndarray:
     return np.array([[allocation[m][t] for t in TYPES] for m in ids])
 
 
+def test_gavels_bisection_stops_where_worked_out_by_hand():
+    # optimum 300,000 s: midpoints 500,050 (feasible), 250,075, 375,062.5 (f), 312,568.75 (f),
+    # 281,321.875, 296,945.3125, 304,757.03125 (f); then 1.05 x 296,945.3 > 304,757: stop
+    assert gavel_bisection_makespan(3e5) == 304757.03125
+    # optimum 2e6 s: nothing in [100, 1e6] is feasible, then in [1e6, 1e7]: 5.5e6 (f),
+    # 3.25e6 (f), 2.125e6 (f), 1.5625e6, 1.84375e6, 1.984375e6, 2.0546875e6 (f): stop
+    assert gavel_bisection_makespan(2e6) == 2054687.5
+    for optimum in np.geomspace(150.0, 5e7, 57):
+        assert optimum <= gavel_bisection_makespan(optimum) < 1.05 * optimum
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_speed_blind_makespan_is_an_optimum_of_gavels_v100_lp(seed):
+def test_speed_blind_makespan_is_clarabels_point_of_gavels_feasibility_lp(seed):
     state = instance(seed)
     X = as_matrix(get_policy("min_total_duration").get_allocation(
         state["throughputs"], state["scale_factors"], state["num_steps_remaining"], CLUSTER),
         state["ids"])
     p = v100_priced(state)
     ref.assert_base_constraints(p, X)
-    makespan = np.max(np.asarray(p.remaining_steps) / ref.thr(np.asarray(p.throughput), X))
-    optimum = ref.min_makespan(p).value
-    assert optimum * (1 - 1e-6) <= makespan <= optimum * (1 + CENTER_SLACK + 1e-6)
-    assert np.all(X > 1e-9)  # an interior point of the optimal face: time on every type
+    R = np.asarray(p.remaining_steps)
+    makespan = np.max(R / ref.thr(np.asarray(p.throughput), X))
+    stop = gavel_bisection_makespan(ref.min_makespan(p).value)
+    assert makespan <= stop * (1 + 1e-6)
+    # the same feasibility LP written in cvxpy, solved by CLARABEL through cvxpy
+    T, s, c = (np.asarray(a, dtype=float) for a in (p.throughput, p.scale_factor, p.capacity))
+    Y = cp.Variable(T.shape)
+    cp.Problem(cp.Maximize(1), [Y >= 0, s @ Y <= c, cp.sum(Y, axis=1) <= 1,
+                                cp.sum(cp.multiply(T, Y), axis=1) >= R / stop]).solve(
+        solver="CLARABEL")
+    np.testing.assert_allclose(X, Y.value.clip(0, 1), atol=1e-6)
+    assert np.all(X > 1e-9)  # an interior point: time on every type
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -150,3 +173,24 @@ def test_analytic_center_refuses_a_start_outside():
     outside = start.copy()
     outside[1] = 0.0  # job 1 then misses its need
     assert analytic_center(p, need, outside) is None
+
+
+def test_center_over_types_keeps_each_jobs_time_and_is_the_center():
+    """Job 0 can run on type 0 only; the capacity-proportional split cannot hold every job's
+    full time, and the center of {each job's time at least X's} is cvxpy's."""
+    p = ThroughputProblem.from_arrays([[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]], [1, 1, 1], None,
+                                      [2, 1])
+    X = np.array([[1.0, 0.0], [0.5, 0.5], [0.5, 0.5]])  # every job its full time
+    C = center_over_types(p, X)
+    ref.assert_base_constraints(p, C)
+    np.testing.assert_allclose(C.sum(axis=1), 1.0, atol=1e-5)
+    assert C[0, 1] == 0.0
+    Y = cp.Variable((3, 2))
+    need = 1 - 1e-6
+    cp.Problem(cp.Maximize(cp.sum(cp.log(cp.hstack([Y[0, 0], Y[1, 0], Y[1, 1], Y[2, 0], Y[2, 1]])))
+                           + cp.sum(cp.log(1 - cp.sum(Y, axis=1)))
+                           + cp.sum(cp.log(np.array([2.0, 1.0]) - cp.sum(Y, axis=0)))
+                           + cp.sum(cp.log(cp.sum(Y, axis=1) - need))),
+               [Y[0, 1] == 0]).solve(solver="CLARABEL")
+    np.testing.assert_allclose(C, Y.value, atol=1e-5)
+    np.testing.assert_array_equal(spread_over_types(p, X), C)  # its fallback

@@ -19,7 +19,7 @@ import gavel_reference as ref
 from schedopt.api import solve
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
-from schedopt.gavel import (CENTERED, FTF_LEXIMIN, PACKED, SIGNATURES, SPEED_BLIND, UNSUPPORTED,
+from schedopt.gavel import (FTF_LEXIMIN, PACKED, SIGNATURES, SPEED_BLIND, UNSUPPORTED, V100_PRICED,
                             get_policy, spread_over_types)
 from schedopt.policies.gavel.lp import finish_time_ratios
 from schedopt.policies.packed.master import PairTable
@@ -216,7 +216,7 @@ def test_fake_scheduler_gets_schedopts_allocation_for_every_name(name):
     ref.assert_base_constraints(p, X)
     options = {"slos": True} if name.endswith("_SLOs") else {}
     expected = solve(p, f"gavel:{name}", **options).X
-    if name in CENTERED:  # Gavel's V100-priced LP, centered: tests/test_gavel_centered.py
+    if name in V100_PRICED:  # Gavel's V100-priced LP: tests/test_gavel_centered.py
         assert np.all(X > 0)
     elif name in SPEED_BLIND:  # at least the same time per job, split over types by GPU count
         assert np.all(X.sum(1) >= expected.sum(1) - 1e-9)

@@ -45,6 +45,7 @@ import random
 import numpy as np
 
 from schedopt.api import solve
+from schedopt.backends.base import LinearProgram, SolutionStatus
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
@@ -318,27 +319,26 @@ def gavel_feasible_point(problem: ThroughputProblem, makespan: float) -> np.ndar
     calls Clarabel's point lies closer to Gavel's ECOS answer than the analytic center of the
     optimal face does (docs/gavel-adapter.md). Clipped to [0, 1] as Gavel's; None unless
     Clarabel reports it solved."""
-    import clarabel
     import scipy.sparse as sp
 
     cells = np.argwhere(problem.runnable)  # (row, type) of each variable
     n, (M, J) = len(cells), problem.throughput.shape
-    m, j = cells[:, 0], cells[:, 1]
-    A = sp.vstack([-sp.identity(n),
-                   sp.csr_matrix((problem.scale_factor[m], (j, np.arange(n))), shape=(J, n)),
-                   sp.csr_matrix((np.ones(n), (m, np.arange(n))), shape=(M, n)),
-                   sp.csr_matrix((-problem.throughput[m, j], (m, np.arange(n))), shape=(M, n))],
-                  format="csc")
-    b = np.concatenate([np.zeros(n), problem.capacity, np.ones(M),
-                        -np.nan_to_num(problem.remaining_steps) / makespan])
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    solution = clarabel.DefaultSolver(sp.csc_matrix((n, n)), np.zeros(n), A, b,
-                                      [clarabel.NonnegativeConeT(A.shape[0])], settings).solve()
-    if str(solution.status) != "Solved":
+    m, j, column = cells[:, 0], cells[:, 1], np.arange(len(cells))
+    A = sp.vstack([sp.csr_matrix((problem.scale_factor[m], (j, column)), shape=(J, n)),
+                   sp.csr_matrix((np.ones(n), (m, column)), shape=(M, n)),
+                   sp.csr_matrix((problem.throughput[m, j], (m, column)), shape=(M, n))],
+                  format="csr")
+    lp = LinearProgram(
+        c=np.zeros(n), A=A,
+        row_lower=np.concatenate([np.full(J + M, -np.inf),
+                                  np.nan_to_num(problem.remaining_steps) / makespan]),
+        row_upper=np.concatenate([problem.capacity, np.ones(M), np.full(M, np.inf)]),
+        col_lower=np.zeros(n), col_upper=np.full(n, np.inf))
+    result = Solver("clarabel").solve(lp)
+    if result.solution is not SolutionStatus.OPTIMAL:
         return None
     X = np.zeros((M, J))
-    X[m, j] = np.clip(solution.x, 0.0, 1.0)
+    X[m, j] = np.clip(result.x, 0.0, 1.0)
     return X
 
 

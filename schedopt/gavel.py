@@ -556,7 +556,7 @@ class GavelPolicy:
         seed = self.options.pop("seed", None)
         self._gandiva = GandivaPacking(seed=seed)
         self._fifo_draws = random.Random(0 if seed is None else seed)  # fifo: as Gavel's
-        self._intended_fifo = bool(self.options.pop("intended", False))  # fifo: see _sticky_fifo
+        self._intended_fifo = name == "fifo" and bool(self.options.pop("intended", False))
         self._alpha = float(self.options.pop("alpha", 1.0))  # allox: share of waiting jobs
 
     def __repr__(self) -> str:

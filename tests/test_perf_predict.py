@@ -5,10 +5,11 @@ matching) plain completion on a planted low-rank + family model where the truth 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from schedopt.perf import PerformanceModel, complete, hide_units, model_from_arrays
-from schedopt.perf.predict import predict
-from schedopt.perf.side import GroupRidge, job_type_info
+from schedopt.perf.predict import PAIR_MEMBERS, predict
+from schedopt.perf.side import GroupRidge, job_type_info, relative_ratios
 from schedopt.traces.performance import label
 
 
@@ -36,6 +37,39 @@ def test_group_ridge_recovers_a_planted_additive_model_on_unseen_combinations():
     # a larger ridge weight shrinks the effects toward the mean: error grows, never explodes
     shrunk = GroupRidge([a, b]).fit_predict(train, np.where(train, y, np.nan), lam=10.0)
     assert 1e-3 < np.abs(shrunk[~train] - y[~train]).mean() < np.abs(y - y[train].mean()).mean()
+
+
+def test_relative_ratios_worked_by_hand():
+    info = job_type_info(["A (batch size 8)", "A (batch size 16)", "A (batch size 64)", "B (batch size 8)"])
+    L = np.log(np.array([[np.nan, 2.0],    # A 8: only on the second GPU type
+                         [6.0, 3.0],        # A 16: ratio 2 between the types
+                         [8.0, 2.0],        # A 64: ratio 4
+                         [1.0, 1.0]]))      # B: another family, no relative of A
+    got = relative_ratios(info, L, beta=1.0, floor=0.01)
+    # relatives of A 8 at |log2 batch difference| 1 and 3: weights e^-1 and e^-3
+    w = np.exp([-1.0, -3.0])
+    d = np.log([2.0, 4.0])
+    mean = (w * d).sum() / w.sum()
+    assert got[0, 0] == pytest.approx(np.log(2.0) + mean, abs=1e-12)
+    # B has no relative, so only its own cells (kept as measured elsewhere) and no estimate
+    assert np.isnan(got[3]).all()
+
+
+def test_relative_ratios_recover_a_planted_ratio_model_exactly():
+    rng = np.random.default_rng(7)
+    types = [label(f"{f} (batch size {b})", s) for f in ("P", "Q", "R") for b in (8, 32, 128) for s in (1, 2, 4)]
+    info = job_type_info(types)
+    level = {m: rng.normal(0, 1) for m in set(info.model)}
+    ratio = {(f, g): rng.normal(0, 0.7) for f in "PQR" for g in range(3)}
+    gain = {(f, s): np.log(s) * rng.uniform(0.5, 1.0) for f in "PQR" for s in (1, 2, 4)}
+    truth = np.array([[level[info.model[a]] + ratio[(info.family[a], g)] + gain[(info.family[a], info.scale_factor[a])]
+                       for g in range(3)] for a in range(len(types))])
+    hidden = rng.random(truth.shape) < 0.4
+    got = relative_ratios(info, np.where(hidden, np.nan, truth))
+    # every anchor's relatives show the same ratio, so each estimate is exact
+    ok = np.isfinite(got) & hidden
+    assert ok.sum() >= 0.9 * hidden.sum()
+    np.testing.assert_allclose(got[ok], truth[ok], atol=1e-9)
 
 
 # ------------------------------------------------------------------------------ planted model
@@ -148,3 +182,36 @@ def test_ensemble_keeps_measured_zeros_and_the_cannot_share_rule_of_completion()
     assert (ens.model.values[seen.known & (seen.values == 0)] == 0).all()
     positive = ens.filled & ~ens.cannot_share
     assert (ens.model.values[positive] > 0).all()
+
+
+def test_isolated_weights_are_chosen_per_single_and_multi_gpu_job_types():
+    model, truth = planted(seed=5)
+    hidden = hide_units(model, 0.5, "isolated", seed=2)
+    seen = model.hide(hidden)
+    ens = predict(seen, seed=0, ensemble=0, **FAST)
+    for g in GPUS:
+        assert f"pairs:{g}" in ens.weights
+        for rows in ("single-GPU", "multi-GPU"):
+            w = ens.weights[f"isolated:{g}:{rows}"]
+            assert set(w) == {"als", "als_gpu", "side", "ratio"} and sum(w.values()) == pytest.approx(1.0)
+        assert "ratio" not in ens.weights[f"pairs:{g}"]
+    assert np.isfinite(ens.model.values[hidden]).all()
+    # the ratio member can only be given weight where held-out folds favour it
+    without = predict(seen, seed=0, ensemble=0, members=PAIR_MEMBERS, **FAST)
+    rel = lambda got: np.abs(got.model.values[hidden] - truth[hidden]) / truth[hidden]  # noqa: E731
+    assert rel(ens).mean() <= rel(without).mean() + 0.02
+    with pytest.raises(Exception, match="at least one member"):
+        predict(seen, members=("ratio",), **FAST)
+
+
+def test_measured_isolated_zeros_stay_zero_and_are_no_relative_s_ratio():
+    model, _ = planted(seed=6)
+    values = model.values.copy()
+    a = model.job_types.index("Gamma (batch size 16) x2")
+    values[a, 1] = 0.0  # cannot run on g1
+    zeroed = model.with_values(values, known=np.isfinite(values))
+    hidden = hide_units(zeroed, 0.5, "isolated", seed=3)
+    ens = predict(zeroed.hide(hidden), seed=0, ensemble=0, **FAST)
+    assert ens.model.values[a, 1] == 0.0 and ens.model.known[a, 1]
+    positive = hidden & np.isfinite(ens.model.values)
+    assert (ens.model.values[positive] > 0).all() and np.isfinite(np.log(ens.model.values[positive])).all()

@@ -1,7 +1,7 @@
 """Predicting unmeasured steps/s by an ensemble selected on held-out measurements.
 
 `complete` (completion.py) fits one low-rank model to the whole matrix. `predict` combines
-three predictors of log steps/s, each good where the others are weak:
+four predictors of log steps/s, each good where the others are weak:
 
 - `als`: that low-rank model (`complete`: rank and ridge weight chosen by validation);
 - `als_gpu`: the same model fitted separately to each GPU type's columns (its isolated column
@@ -11,11 +11,17 @@ three predictors of log steps/s, each good where the others are weak:
   log(T_pair / T_alone) from the two job types, their families and the GPU type; an isolated
   rate from the job type's relatives (same model at another batch size or scale factor).
   It also fills job types never measured on any GPU type (cold starts `complete` leaves).
+- `ratio` (isolated cells only): the job type's own rate on another GPU type, or its model's
+  rate at another scale factor, times the ratio its relatives show between the two
+  (`schedopt.perf.side.relative_ratios`).
 
 Selection: the measured positive units (an isolated cell, or the two sides of one pair) are
 split into `folds` folds; each predictor is refitted without each fold and predicts it. Per
-kind of cell (pair, isolated) and GPU type, the convex weights w (a grid of step 0.1 over the
-simplex) minimizing the held-out mean relative error of the blend
+group of cells (pair cells per GPU type; isolated cells per GPU type and single- or multi-GPU
+job type, as the low-rank members see no pair of a multi-GPU job type and do worse there; a
+group with fewer than MIN_GROUP held-out cells takes its GPU type's weights), the convex
+weights w (a grid of step 0.1 over the simplex of the members that predict that kind)
+minimizing the held-out mean relative error of the blend
 
     log T_hat = sum_m w_m log T_m           (members with no prediction for a cell drop out,
                                              the others' weights renormalized)
@@ -49,9 +55,11 @@ from schedopt.perf.completion import (
 )
 from schedopt.errors import SchedoptError
 from schedopt.perf.model import PerformanceModel
-from schedopt.perf.side import GroupRidge, isolated_groups, job_type_info, pair_groups
+from schedopt.perf.side import GroupRidge, isolated_groups, job_type_info, pair_groups, relative_ratios
 
-MEMBERS = ("als", "als_gpu", "side")
+MEMBERS = ("als", "als_gpu", "side", "ratio")
+PAIR_MEMBERS = ("als", "als_gpu", "side")  # `ratio` predicts isolated cells only
+MIN_GROUP = 10
 SIDE_LAMBDAS = (0.03, 0.1, 0.3, 1.0)
 COVERAGE = 0.95
 # an isolated rate is first explained by the job type's relatives, its own effect penalized
@@ -98,7 +106,7 @@ class _Members:
         R = model.shape[0]
         J, P = len(model.gpu_types), len(model.partners)
         self.J = J
-        info = job_type_info(model.job_types)
+        self.info = info = job_type_info(model.job_types)
         # pair cells that can be positive: (row a, column c, GPU g, partner row b)
         cells = model.applicable & ~(model.known & (v == 0)) & model.is_pair[None, :]
         a, c = np.nonzero(cells)
@@ -121,6 +129,15 @@ class _Members:
             cols = np.flatnonzero(m.column_gpu == j)
             per[:, cols] = _fit_cells(m, self.X, weight, cols, k, lam, self.seed)[:, cols]
         out["als_gpu"] = per
+        return out
+
+    def ratio(self, train: np.ndarray) -> np.ndarray:
+        """(R, C) log steps/s of the isolated cells from relatives' ratios
+        (side.relative_ratios) on the usable isolated cells in `train`; NaN in pair columns."""
+        J = self.J
+        seen = np.where((self.usable & train)[:, :J], self.X[:, :J], np.nan)
+        out = np.full(self.model.shape, np.nan)
+        out[:, :J] = relative_ratios(self.info, seen)
         return out
 
     def side(self, train: np.ndarray, iso_log: np.ndarray, lam: float) -> np.ndarray:
@@ -163,11 +180,14 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     with the held-out-selected ensemble of the module doc. ranks, lambdas, ensemble: as in
     `complete` (the low-rank members' grid and bootstrap); side_lambdas: the side model's
     ridge weights tried; folds: held-out folds of the measured units; members: which of
-    MEMBERS take part. Returns a `Completion` whose `weights` hold each member's weight per
-    'kind:GPU type' and whose `residual` holds the calibrated s per 'kind:GPU type'."""
+    MEMBERS take part (at least one of PAIR_MEMBERS). Returns a `Completion` whose `weights`
+    hold each member's weight per group ('pairs:<GPU type>', 'isolated:<GPU type>:single-GPU',
+    'isolated:<GPU type>:multi-GPU') and whose `residual` holds the calibrated s (log
+    steps/s) per 'kind:GPU type'."""
     names = [m for m in MEMBERS if m in members]
-    if not names:
-        raise SchedoptError(f"give at least one member of {', '.join(MEMBERS)}")
+    pair_names = [m for m in names if m in PAIR_MEMBERS]
+    if not pair_names:
+        raise SchedoptError(f"give at least one member of {', '.join(PAIR_MEMBERS)}")
     base = complete(model, ranks=ranks, lambdas=lambdas, ensemble=ensemble, seed=seed,
                     isolated=isolated, pairs=pairs)
     J, gpu = len(model.gpu_types), model.column_gpu
@@ -181,7 +201,7 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     done = base.model.values[:, :J]
     iso_full = np.log(np.where(np.isfinite(done) & (done > 0), done, np.nan))
     fitter = _Members(model, base.rank, base.lam, gpu_hyper, seed)
-    held_out = {name: np.full(model.shape, np.nan) for name in ("als", "als_gpu")}
+    held_out = {name: np.full(model.shape, np.nan) for name in ("als", "als_gpu", "ratio")}
     held_side = {lam: np.full(model.shape, np.nan) for lam in side_lambdas}
     for f in range(folds):
         train, held = cell_fold != f, cell_fold == f
@@ -192,38 +212,46 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
             iso_log = np.where(held[:, :J], iso_full, iso_known)
             for lam in side_lambdas:
                 held_side[lam][held] = fitter.side(train, iso_log, lam)[held]
+        if "ratio" in names:
+            held_out["ratio"][held] = fitter.ratio(train)[held]
     truth = np.where(usable, fitter.X, np.nan)
     kinds = {"pairs": model.is_pair, "isolated": ~model.is_pair}
     side_lam = {kind: min(side_lambdas, key=lambda lam: (_mre(held_side[lam], truth, usable & cols[None, :]), lam))
                 for kind, cols in kinds.items()}
     held_out["side"] = np.where(model.is_pair[None, :], held_side[side_lam["pairs"]],
                                 held_side[side_lam["isolated"]])
-    grid = _simplex(len(names))
-    weights, scale = {}, {}
-    for kind, cols in kinds.items():
-        for j, g in enumerate(model.gpu_types):
-            mask = usable & (cols & (gpu == j))[None, :]
-            preds = [held_out[n] for n in names]
-            scores = np.array([_mre(_capped(model, _blend(preds, w), kind), truth, mask) for w in grid])
-            best = grid[int(np.argmin(scores))]
-            weights[(kind, g)] = dict(zip(names, best.tolist()))
-            e = np.abs(_capped(model, _blend(preds, best), kind) - truth)[mask]
-            e = e[np.isfinite(e)]
-            scale[(kind, g)] = float(np.quantile(e, COVERAGE) / 2) if e.size >= 5 else float("nan")
     full = fitter.low_rank(np.ones(model.shape, dtype=bool)) if {"als", "als_gpu"} & set(names) else {}
     if "side" in names:
         side_full = {lam: fitter.side(np.ones(model.shape, dtype=bool), iso_full, lam)
                      for lam in set(side_lam.values())}
         full["side"] = np.where(model.is_pair[None, :], side_full[side_lam["pairs"]],
                                 side_full[side_lam["isolated"]])
+    if "ratio" in names:
+        full["ratio"] = fitter.ratio(np.ones(model.shape, dtype=bool))
+    multi = np.asarray(fitter.info.scale_factor) > 1
+    weights, scale = {}, {}
     out, s, w_als = np.full(model.shape, np.nan), np.full(model.shape, np.nan), np.zeros(model.shape)
     for kind, cols in kinds.items():
+        used = pair_names if kind == "pairs" else names
+        grid, preds = _simplex(len(used)), [held_out[n] for n in used]
+        rows = {"": np.ones(len(multi), dtype=bool)} if kind == "pairs" else \
+            {":single-GPU": ~multi, ":multi-GPU": multi}
         for j, g in enumerate(model.gpu_types):
             sel = (cols & (gpu == j))[None, :]
-            w = np.array([weights[(kind, g)][n] for n in names])
-            out = np.where(sel, _blend([full[n] for n in names], w), out)
-            s = np.where(sel, scale[(kind, g)], s)
-            w_als = np.where(sel, weights[(kind, g)].get("als", 0.0), w_als)
+            pooled = _best_weights(model, kind, grid, preds, truth, usable & sel)
+            errors = []
+            for suffix, row in rows.items():
+                here = row[:, None] & sel
+                mask = usable & here
+                w = _best_weights(model, kind, grid, preds, truth, mask) if mask.sum() >= MIN_GROUP else pooled
+                weights[f"{kind}:{g}{suffix}"] = dict(zip(used, w.tolist()))
+                e = np.abs(_capped(model, _blend(preds, w), kind) - truth)[mask]
+                errors.append(e[np.isfinite(e)])
+                out = np.where(here, _blend([full[n] for n in used], w), out)
+                w_als = np.where(here, weights[f"{kind}:{g}{suffix}"].get("als", 0.0), w_als)
+            e = np.concatenate(errors)
+            scale[f"{kind}:{g}"] = float(np.quantile(e, COVERAGE) / 2) if e.size >= 5 else float("nan")
+            s = np.where(sel, scale[f"{kind}:{g}"], s)
     target = base.filled & ~base.cannot_share
     if isolated:  # job types with no measurement at all: the side model knows their relatives
         target |= model.missing & ~model.is_pair[None, :]
@@ -241,9 +269,15 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     uncertainty = np.where(target, unc, before)
     uncertainty = np.where(base.cannot_share, np.nan, uncertainty)
     return replace(base, model=model.with_values(values, uncertainty), filled=target | base.cannot_share,
-                   residual={f"{kind}:{g}": v for (kind, g), v in scale.items()},
-                   weights={f"{kind}:{g}": w for (kind, g), w in weights.items()},
+                   residual=scale, weights=weights,
                    side_lambda=side_lam, method="ensemble")
+
+
+def _best_weights(model, kind, grid, preds, truth, mask) -> np.ndarray:
+    """The row of `grid` whose blend of the held-out `preds` has the least mean relative error
+    on the cells of `mask` (the first row where none is scored)."""
+    scores = np.array([_mre(_capped(model, _blend(preds, w), kind), truth, mask) for w in grid])
+    return grid[int(np.argmin(scores))]
 
 
 def _gpu_hyper(model, j, ranks, lambdas, seed, fallback) -> tuple[int, float]:

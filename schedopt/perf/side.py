@@ -20,6 +20,10 @@ of the same families. Isolated cells (a on g), target log T_alone[a, g]: groups 
 type's own speed), (model at that batch size, g), (family, scale factor, g), (family, g),
 (scale factor, g), g, (family, batch size), and log2(scale factor) per GPU type: a job type
 never measured is predicted from its relatives.
+
+`relative_ratios` predicts isolated cells the other way: from the job type's own rate on
+another GPU type, or its model's rate at another scale factor, times the ratio its relatives
+show between the two (a local, unshrunk estimate where the ridge averages over whole groups).
 """
 
 from __future__ import annotations
@@ -125,3 +129,61 @@ class GroupRidge:
         rhs = XwT @ (np.sqrt(w) * (target - mean))
         theta, _ = spla.cg(normal, rhs, rtol=1e-10, atol=0.0, maxiter=20 * p)
         return mean + self.X @ theta
+
+
+def relative_ratios(info: JobTypeInfo, log_rate: np.ndarray, beta: float = 1.0,
+                    floor: float = 0.01) -> np.ndarray:
+    """Isolated log steps/s of every (job type, GPU type) cell from the job type's own
+    measurements and its relatives' ratios: (R, J) log steps/s, NaN where nothing applies.
+
+    log_rate: (R, J) measured log steps/s, NaN where unknown. Two kinds of anchor, each giving
+    one estimate of cell (a, g):
+
+    - the same job type on another GPU type h: log T[a, h] + the weighted mean over relatives r
+      (same family, both cells measured) of log(T[r, g] / T[r, h]);
+    - the same model at another scale factor s' on g: log T[a', g] + the weighted mean over
+      relatives r of the family at a's scale factor whose model is measured at s' on g too of
+      log(T[r, g] / T[r', g]).
+
+    A relative weighs exp(-beta |log2 batch size difference| - |log2 scale factor difference|)
+    (ratios move with batch size and scale factor). Anchors are combined by precision: the
+    weight sum n of their relatives, shrunk as n / (n + 1), over the weighted variance of
+    their ratios plus `floor` (log units squared), so an anchor backed by a few scattered
+    ratios counts little."""
+    fam, mod = _ids(info.family), _ids(info.model)
+    scale = np.log2(info.scale_factor.astype(float))
+    batch = np.log2(np.nan_to_num(info.batch_size, nan=1.0))
+    R, J = log_rate.shape
+    known = np.isfinite(log_rate)
+    out = np.full((R, J), np.nan)
+
+    def combine(diff, w):
+        mean = np.sum(w * diff) / w.sum()
+        var = np.sum(w * (diff - mean) ** 2) / w.sum() + floor
+        return mean, w.sum() / (w.sum() + 1) / var
+
+    for a in range(R):
+        kin = (fam == fam[a]) & (np.arange(R) != a)
+        near = np.exp(-beta * np.abs(batch - batch[a]))
+        for g in range(J):
+            est, prec = [], []
+            for h in np.flatnonzero(known[a]):
+                r = kin & known[:, g] & known[:, h]
+                if h != g and r.any():
+                    m, p = combine(log_rate[r, g] - log_rate[r, h], near[r] * np.exp(-np.abs(scale[r] - scale[a])))
+                    est.append(log_rate[a, h] + m)
+                    prec.append(p)
+            for other in np.flatnonzero((mod == mod[a]) & known[:, g] & (np.arange(R) != a)):
+                diff, w = [], []
+                for r in np.flatnonzero(kin & (scale == scale[a]) & known[:, g]):
+                    twin = np.flatnonzero((mod == mod[r]) & (scale == scale[other]) & known[:, g])
+                    if twin.size:
+                        diff.append(log_rate[r, g] - log_rate[twin[0], g])
+                        w.append(near[r])
+                if diff:
+                    m, p = combine(np.array(diff), np.array(w))
+                    est.append(log_rate[other, g] + m)
+                    prec.append(p)
+            if est:
+                out[a, g] = np.dot(prec, est) / np.sum(prec)
+    return out

@@ -31,8 +31,13 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
   the admitted jobs and it together, which, when it places all, becomes the reservations
   (option `repack`). In a simulation, SLO jobs turned away may try again at later boundaries
   (`policy.ChronusOptions.readmit`). Both are off by default (measured: mixed).
+- Tails (`option_tails`, overhead per run): an option may also use the part of the lease its
+  deadline falls in, up to the deadline (when that lease is planned on its own); without it a
+  deadline 2.9 leases away counts as 2, and a guaranteed job runs up to a lease earlier than
+  it must, taking GPUs from jobs due sooner. Admission still packs whole leases.
 - `plan_boundary`: the lease MILP over the admitted jobs (must get an option) and the other SLO
-  jobs with a reachable option (may); then the GPUs the MILP leaves free in lease 0 go to every
+  jobs with a reachable option (may; `others`: all, none, or those an earliest-deadline-first
+  projection says would miss, `edf_meets`); then the GPUs the MILP leaves free in lease 0 go to every
   other waiting job: SLO jobs that can still meet a deadline first (earliest deadline first),
   then shortest remaining service (GPU-seconds) first (`fill_order`, `fill_in_order`).
   sigma "adaptive" is -1 (guaranteed jobs run late, leaving lease 0 to others) when a job that
@@ -154,6 +159,7 @@ DEFAULT_SLOTS_PER_DOUBLING = 16
 # Chronus decides as it always has.
 RUN_THROUGH_OVERHEAD = 0.05
 FILLS = ("deadline", "service")
+OTHERS = ("plan", "fill", "auto")
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,12 @@ class LeaseSettings:
     Chronus's artifact); repack: admission's second chance, a latest-fit packing of the
     admitted jobs and the new one together when the GPUs the reservations leave cannot hold it
     (off by default: measured, it admits more jobs at tight deadlines but misses more at loose
-    ones, benchmarks/chronus_lease_lengths.py)."""
+    ones, benchmarks/chronus_lease_lengths.py); others: which SLO jobs without a guarantee the
+    lease MILP plans (`plan_boundary`): "plan" every one with a reachable option (by value),
+    "fill" none (they get the GPUs the admitted jobs leave, in the fill's earliest-deadline
+    order), "auto" those that earliest deadline first, projected from now, would miss
+    (`edf_meets`); tails: with the overhead counted per run, plans may use the part of the
+    lease a deadline falls in before the deadline (`option_tails`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -193,8 +204,12 @@ class LeaseSettings:
     work_conserving: bool = True
     fill: str = "deadline"
     repack: bool = False
+    others: str = "plan"
+    tails: bool = False
 
     def __post_init__(self):
+        if self.others not in OTHERS:
+            raise PolicyError(f"others must be one of {', '.join(OTHERS)}, got {self.others!r}")
         if self.fill not in FILLS:
             raise PolicyError(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
         if not isinstance(self.work_conserving, (bool, np.bool_)):
@@ -384,6 +399,18 @@ def option_horizons(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.
     return np.where(leases <= 0, np.minimum(leases, 0), slots).astype(np.int64)
 
 
+def option_tails(jobs: LeaseJobs, now: float, settings: LeaseSettings) -> np.ndarray:
+    """(K,) leases of work each option can take from the lease its deadline falls in (the
+    part before the deadline, `LeaseProblem.option_tail`) when that lease is planned on its
+    own (one of the first `fine_leases`) and the overhead is counted per run; else 0."""
+    if settings.overhead == 0:
+        return np.zeros(jobs.option_deadline_s.shape[0])
+    leases = (jobs.option_deadline_s - now) / settings.lease_seconds
+    whole = np.floor(leases + 1e-9)
+    inside = (whole >= 0) & (whole < min(settings.fine_leases, settings.window_leases))
+    return np.where(inside, np.clip(leases - whole, 0.0, None), 0.0)
+
+
 def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
                 arriving: bool = False,
                 held: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -413,8 +440,10 @@ def plan_inputs(jobs: LeaseJobs, now: float, settings: LeaseSettings,
     if settings.overhead > 0:
         work = np.maximum(jobs.remaining_s / settings.lease_seconds, WORK_TOLERANCE)
         prior = np.zeros(jobs.num_jobs, dtype=bool) if held is None else held
-        one_run = leases[h] - settings.overhead * ~prior[jobs.option_job]
-        reachable = (horizon >= 1) & (one_run >= work[jobs.option_job] - WORK_TOLERANCE)
+        tail = option_tails(jobs, now, settings) if settings.tails else 0.0
+        one_run = leases[h] + tail - settings.overhead * ~prior[jobs.option_job]
+        reachable = (((horizon >= 1) | ((horizon == 0) & (tail > 0)))
+                     & (one_run >= work[jobs.option_job] - WORK_TOLERANCE))
         return work, horizon, reachable
     need = leases_needed(jobs.remaining_s, settings)
     reachable = (horizon >= 1) & (leases[h] >= need[jobs.option_job])
@@ -498,7 +527,7 @@ def admit_arrivals(jobs: LeaseJobs, admitted: np.ndarray, arriving: np.ndarray,
     overhead = settings.overhead
     count = lease_count(need, overhead) if overhead > 0 else need
     for j in arriving:
-        mine = reachable & (jobs.option_job == j)
+        mine = reachable & (jobs.option_job == j) & (horizons >= 1)  # admission: whole leases
         if not mine.any():
             continue
         new = NewJob.from_values(jobs.gpus[j], count[j], jobs.option_value[mine], horizons[mine])
@@ -572,7 +601,13 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     job."""
     need, horizon, reachable = plan_inputs(jobs, now, settings, held=held)
     has_option = np.bincount(jobs.option_job[reachable], minlength=jobs.num_jobs) > 0
-    planned_mask = has_option | admitted
+    others = has_option & ~admitted
+    if settings.others == "fill":
+        others[:] = False
+    elif settings.others == "auto":
+        others &= ~edf_meets(jobs, np.flatnonzero(has_option | admitted), capacity, now,
+                             settings, held)
+    planned_mask = others | admitted
     planned = np.flatnonzero(planned_mask)
     waiting_outside = bool(np.any(~admitted))
     sigma = float(settings.sigma if settings.sigma != "adaptive" else
@@ -583,13 +618,17 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
         job_set, _ = _job_set(jobs, planned_mask, now, settings, need, horizon, reachable)
         width = lease_grid(now, settings)
         per_run = settings.overhead > 0
+        tail = None
+        if per_run and settings.tails:
+            tail = option_tails(jobs, now, settings)[
+                jobs.options_of(planned, among=reachable)[1]]
         problem = LeaseProblem.from_arrays(
             job_set.gpus, None if per_run else job_set.leases_needed, job_set.option_job,
             job_set.option_value, job_set.option_horizon, np.full(width.size, capacity),
             sigma=sigma, admitted=admitted[planned] & has_option[planned],
             width=width, overhead=settings.overhead,
             held=None if held is None else held[planned],
-            work=job_set.leases_needed if per_run else None)
+            work=job_set.leases_needed if per_run else None, option_tail=tail)
         plan = solve_lease_problem(problem, solver=solver or settings.solver,
                                    time_limit=settings.time_limit)
         if plan.unplaced:
@@ -627,8 +666,9 @@ def _reserved_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray
         slots = np.unique(np.searchsorted(start, t, side="right") - 1)
         if t.size != int(problem.width[slots].sum()):
             return plan  # not whole slots
-        mine = np.flatnonzero((problem.option_job == i)
-                              & (problem.option_horizon > (slots.max() if slots.size else -1)))
+        last = slots.max() if slots.size else -1
+        mine = np.flatnonzero((problem.option_job == i) & ((problem.option_horizon > last)
+                                                           | (problem.tail_slot == last)))
         if mine.size == 0:
             return plan
         chosen[i] = mine[np.lexsort((mine, -problem.option_value[mine]))[0]]
@@ -681,9 +721,11 @@ def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
         rest = need > 0
     if not rest.any():
         return own
+    horizon = np.minimum(problem.option_horizon[plan.chosen[keep]], problem.num_leases) - 1
+    if np.any(horizon[rest] < 1):  # the rest of the work is in the deadline's lease only
+        return own
     # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here (a job that holds
     # lease 0 has held its GPUs in the lease before the shifted window).
-    horizon = np.minimum(problem.option_horizon[plan.chosen[keep]], problem.num_leases) - 1
     count = lease_count(need[rest], problem.overhead) if problem.per_run else need[rest]
     packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], count, horizon[rest],
                                              problem.capacity[1:], width=problem.width[1:],
@@ -696,6 +738,31 @@ def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
         job = int(keep[rest][i])
         out[job] = out[job] + tuple(t + 1 for t in leases)
     return out
+
+
+def edf_meets(jobs: LeaseJobs, candidates: np.ndarray, capacity: int, now: float,
+              settings: LeaseSettings, held: np.ndarray | None = None) -> np.ndarray:
+    """(n,) bool: the jobs of `candidates` (SLO job indices) that earliest deadline first, run
+    from `now` in continuous time on `capacity` GPUs, finishes by their first deadline: each
+    job in deadline order starts when the earliest g of the GPUs are free (list scheduling,
+    no preemption, the GPUs as one pool) and runs remaining_s plus the resume overhead (none
+    for `held` jobs). A projection of the known jobs: later arrivals are not in it."""
+    meets = np.zeros(jobs.num_jobs, dtype=bool)
+    candidates = np.asarray(candidates, dtype=np.int64)
+    due = np.full(jobs.num_jobs, np.inf)
+    np.minimum.at(due, jobs.option_job, jobs.option_deadline_s)
+    order = candidates[np.lexsort((candidates, due[candidates]))]
+    lost = np.full(jobs.num_jobs, settings.resume_overhead_s)
+    if held is not None:
+        lost[held] = 0.0
+    free_at = np.full(capacity, float(now))  # when each GPU is next free, ascending
+    for j in order:
+        g = int(jobs.gpus[j])
+        end = free_at[g - 1] + jobs.remaining_s[j] + lost[j]
+        meets[j] = end <= due[j] + 1e-9
+        free_at[:g] = end
+        free_at.sort()
+    return meets
 
 
 def fill_order(jobs: LeaseJobs, candidates: np.ndarray, now: float, settings: LeaseSettings,

@@ -20,7 +20,9 @@ use; only options with A_k > 1 get the upper `overfill` row), the equality when 
 
 Overhead once per run (`LeaseProblem.per_run`): the count row becomes sum_t a_t x_kt -
 overhead * sum_t y_kt >= work_j s_k, with y_kt >= x_kt - x_k,t-1 (y_k0 >= x_k0 - held_j) marking
-where option k starts a run, and overfill on every option (`_run_rows`).
+where option k starts a run, and overfill on every option (`_run_rows`). An option with a tail
+(`LeaseProblem.option_tail`: the part of the lease its deadline falls in) has one more column,
+the slot at its horizon, whose a_t is the tail.
 
 sigma = +1 pulls guaranteed work into lease 0 (run early), sigma = -1 pushes it out (run late);
 |sigma term| <= C_0 / max C_t <= 1, so it only breaks ties between equal values in practice.
@@ -124,7 +126,7 @@ class ChronusPlan:
 
 def _option_columns(problem: LeaseProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(option of each x column, lease of each x column, start offset of each option)."""
-    length = np.minimum(problem.option_horizon, problem.num_leases)
+    length = np.minimum(problem.option_horizon, problem.num_leases) + (problem.tail_slot >= 0)
     start = np.concatenate(([0], np.cumsum(length)))
     option = np.repeat(np.arange(problem.num_options), length)
     lease = np.arange(start[-1]) - start[option]
@@ -170,8 +172,11 @@ def lease_model(problem: LeaseProblem, runs: bool = True) -> LeaseModel:
     g = problem.gpus[problem.option_job].astype(float)  # (K,) GPUs of each option's job
     n = problem.leases_needed[problem.option_job].astype(float)  # (K,) leases it needs
     a = problem.width[lease].astype(float)  # leases of work in each x column's slot
+    tail = lease == problem.tail_slot[option]  # the part of a lease before the deadline
+    a[tail] = problem.option_tail[option[tail]]
     # W_k: the widest slot option k can use (every horizon is >= 1 slot)
-    widest = np.maximum.accumulate(problem.width)[np.minimum(problem.option_horizon, H) - 1]
+    last = np.minimum(problem.option_horizon, H) + (problem.tail_slot >= 0) - 1
+    widest = np.maximum.accumulate(problem.width)[last]
     over = np.flatnonzero(widest > 1) if not problem.per_run else np.arange(K)
     in_over = np.full(K, -1)
     in_over[over] = np.arange(over.size)
@@ -204,8 +209,9 @@ def _servable(problem: LeaseProblem) -> np.ndarray:
     job = problem.option_job
     if not problem.per_run:
         return leases >= problem.leases_needed[job]
-    one_run = leases - problem.overhead * ~problem.held[job]
-    return (leases >= 1) & (one_run >= problem.work[job] + RUN_MARGIN)
+    tail = problem.option_tail * (problem.tail_slot >= 0)
+    one_run = leases + tail - problem.overhead * ~problem.held[job]
+    return (leases + tail > 0) & (one_run >= problem.work[job] + RUN_MARGIN)
 
 
 def _one_run_rows(m: Model, problem: LeaseProblem, x: Variable, s: Variable, option: np.ndarray,
@@ -311,7 +317,8 @@ def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tupl
     """Latest-fit packing: (chosen, leases, unplaced admitted jobs).
 
     Jobs in index order; for each job its options in the order given; an option fits when at
-    least n_j leases t < min(D_k, H) still have g_j GPUs free, and then the job takes the n_j
+    least n_j leases t < min(D_k, H) (and its tail slot, which gives the tail:
+    `LeaseProblem.option_tail`) still have g_j GPUs free, and then the job takes the n_j
     LATEST such leases and no further option is tried. A job none of whose options fits is not
     scheduled (chosen -1); if it was admitted it is listed in `unplaced`. Sequential by nature
     (each placement changes what is free), one numpy step per option.
@@ -327,8 +334,14 @@ def latest_fit_greedy(problem: LeaseProblem) -> tuple[np.ndarray, dict[int, tupl
         if chosen[j] >= 0:
             continue
         g = problem.gpus[j]
-        fits = np.flatnonzero(free[: min(problem.option_horizon[k], problem.num_leases)] >= g)
-        take = latest_slots(fits, width, need[j], problem.overhead, bool(problem.held[j]))
+        tail = problem.tail_slot[k]
+        end = min(problem.option_horizon[k], problem.num_leases) + (tail >= 0)
+        fits = np.flatnonzero(free[:end] >= g)
+        gives = width
+        if tail >= 0:
+            gives = width.astype(float)
+            gives[tail] = problem.option_tail[k]
+        take = latest_slots(fits, gives, need[j], problem.overhead, bool(problem.held[j]))
         if take is not None:
             free[take] -= g
             chosen[j] = k
@@ -368,7 +381,8 @@ def serves(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray) -> bool:
     on = np.flatnonzero(chosen >= 0)
     if not problem.per_run or on.size == 0:
         return True
-    return bool(np.all(problem.progress(held[on], on) >= problem.work[on] - WORK_TOLERANCE))
+    return bool(np.all(problem.progress(held[on], on, chosen[on])
+                       >= problem.work[on] - WORK_TOLERANCE))
 
 
 def _read_plan(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -52,7 +52,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    run_through: bool | None = None,
                    resume_overhead_per: str = "run", work_conserving: bool = True,
                    fill: str = "deadline", readmit: bool = False,
-                   repack: bool = False) -> Outcome:
+                   repack: bool = False, others: str = "plan", tails: bool = False) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -69,7 +69,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
     settings = _settings(session, lease_seconds, resume_overhead_s, horizon_leases, sigma,
                          horizon_seconds, slots_per_doubling, run_through, resume_overhead_per,
-                         fill, repack)
+                         fill, repack, others, tails)
     if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
         return _pools_outcome(instance, settings, round_up, session, clock)
     if gpu_type == ALL_TYPES:
@@ -108,7 +108,8 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
 
 def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases, sigma,
               horizon_seconds, slots_per_doubling, run_through,
-              resume_overhead_per, fill="deadline", repack=False) -> LeaseSettings:
+              resume_overhead_per, fill="deadline", repack=False, others="plan",
+              tails=False) -> LeaseSettings:
     """The lease settings of the options, the MILP on the session's backend within its time
     limit (DEFAULT_TIME_LIMIT s when it has none)."""
     limit = session.settings.time_limit
@@ -116,7 +117,7 @@ def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases,
                          session.name or DEFAULT_SOLVER,
                          DEFAULT_TIME_LIMIT if limit is None else limit, horizon_seconds,
                          slots_per_doubling, run_through, resume_overhead_per, fill=fill,
-                         repack=repack)
+                         repack=repack, others=others, tails=tails)
 
 
 def _grown(memory: dict, key: str, size: int, dtype=bool) -> np.ndarray:
@@ -285,7 +286,10 @@ class ChronusOptions:
     they arrive, as in Chronus's artifact); repack: admission may re-pack the admitted jobs'
     reservations to make room (`boundary.admit_arrivals`; default False). Measured on
     benchmarks/chronus_lease_lengths.py, both admit more jobs at tight deadlines and miss more
-    at loose ones."""
+    at loose ones. others: which SLO jobs without a guarantee the lease MILP plans, "plan"
+    (all, by value), "fill" (none: the earliest-deadline fill runs them) or "auto" (those an
+    earliest-deadline-first projection says would miss); tails: with the overhead counted per
+    run, plans may use the part of the lease a deadline falls in (`LeaseSettings`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -301,6 +305,8 @@ class ChronusOptions:
     fill: str = "deadline"
     readmit: bool = False
     repack: bool = False
+    others: str = "plan"
+    tails: bool = False
 
 
 class Chronus(Policy):

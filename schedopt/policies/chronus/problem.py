@@ -35,6 +35,12 @@ class LeaseProblem:
     when that reaches work. leases_needed is then an upper bound (`lease_count`): any plan of a
     job that stops as soon as it is served holds fewer than leases_needed + width of its last
     slot leases. With overhead 0 (the default) a job needs leases_needed leases.
+
+    option_tail (K,), per run only: leases of work (0 <= tail < 1) option k may take from the
+    single lease right after its horizon (slot option_horizon[k], the lease its deadline falls
+    in: the part of it before the deadline; the horizon may then be 0, a deadline in the next
+    lease); 0 leaves that slot out, as without tails. An
+    option holding it gets the tail instead of the slot's width (`progress` given `chosen`).
     """
 
     gpus: np.ndarray
@@ -49,12 +55,15 @@ class LeaseProblem:
     overhead: float = 0.0
     held: np.ndarray | None = None
     work: np.ndarray | None = None
+    option_tail: np.ndarray | None = None
 
     def __post_init__(self):
         if self.width is None:  # built directly (not from_arrays): one lease per slot
             object.__setattr__(self, "width", np.ones(self.capacity.shape[0], dtype=np.int64))
         if self.held is None:
             object.__setattr__(self, "held", np.zeros(self.gpus.shape[0], dtype=bool))
+        if self.option_tail is None:
+            object.__setattr__(self, "option_tail", np.zeros(self.option_job.shape[0]))
 
     @property
     def per_run(self) -> bool:
@@ -68,11 +77,27 @@ class LeaseProblem:
             return self.work
         return self.leases_needed.astype(float)
 
-    def progress(self, held: np.ndarray, jobs: np.ndarray | None = None) -> np.ndarray:
+    @property
+    def tail_slot(self) -> np.ndarray:
+        """(K,) the slot of option k's tail (its horizon), -1 where it has none."""
+        has = (self.option_tail > 0) & (self.option_horizon < self.num_leases)
+        return np.where(has, self.option_horizon, -1)
+
+    def progress(self, held: np.ndarray, jobs: np.ndarray | None = None,
+                 chosen: np.ndarray | None = None) -> np.ndarray:
         """(m,) leases of work the plans held (m, H) bool give the jobs `jobs` (default all):
-        see the class docstring (with overhead 0, the leases held)."""
+        see the class docstring (with overhead 0, the leases held); chosen (m,): each plan's
+        option (-1: none), whose tail slot, when held, gives the tail only."""
         held = np.asarray(held, dtype=bool)
         leases = held @ self.width
+        if chosen is not None:
+            rows = np.flatnonzero(np.asarray(chosen) >= 0)
+            slot = self.tail_slot[np.asarray(chosen)[rows]]
+            rows, slot = rows[slot >= 0], slot[slot >= 0]
+            on = held[rows, slot]
+            leases = leases.astype(float)
+            leases[rows[on]] -= self.width[slot[on]] - self.option_tail[
+                np.asarray(chosen)[rows[on]]]
         if not self.per_run:
             return leases.astype(float)
         before = self.held if jobs is None else self.held[jobs]
@@ -105,7 +130,7 @@ class LeaseProblem:
     @classmethod
     def from_arrays(cls, gpus, leases_needed, option_job, option_value, option_horizon, capacity,
                     sigma: float = 1.0, admitted=None, width=None, overhead: float = 0.0,
-                    held=None, work=None) -> LeaseProblem:
+                    held=None, work=None, option_tail=None) -> LeaseProblem:
         """Validated arrays (see the class). With overhead > 0, work (leases of running left)
         is required and leases_needed may be None (then `lease_count(work, overhead)`)."""
         def ints(value, name, minimum):
@@ -132,7 +157,7 @@ class LeaseProblem:
             work = None
         n = ints(leases_needed, "leases_needed", 1)
         job = ints(option_job, "option_job", 0)
-        horizon = ints(option_horizon, "option_horizon", 1)
+        horizon = ints(option_horizon, "option_horizon", 0)
         cap = ints(capacity, "capacity", 0)
         value = np.asarray(option_value, dtype=np.float64)
         if n.shape != g.shape:
@@ -159,8 +184,14 @@ class LeaseProblem:
         prior = np.zeros(g.size, dtype=bool) if held is None else np.asarray(held, dtype=bool)
         if prior.shape != g.shape:
             raise PolicyError(f"held has shape {prior.shape}, gpus {g.shape}")
+        tail = np.zeros(job.size) if option_tail is None else np.asarray(option_tail, float)
+        if tail.shape != job.shape or np.any(~(tail >= 0) | ~(tail < 1)) or (
+                tail.any() and not overhead > 0):
+            raise PolicyError("option_tail must be (K,) leases in [0, 1), with overhead > 0")
+        if np.any((horizon < 1) & (tail == 0)):
+            raise PolicyError("option_horizon must be >= 1 where an option has no tail")
         return cls(g, n, job, value, horizon, cap, adm, float(sigma), w, float(overhead), prior,
-                   work)
+                   work, tail)
 
 
 def lease_count(work: np.ndarray, overhead: float) -> np.ndarray:

@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from schedopt.backends import Status
 from schedopt.errors import PolicyError
 from schedopt.instance import parse_instance
-from schedopt.policies.chronus.boundary import LeaseJobs, LeaseSettings, edf_meets, option_tails
+from schedopt.policies.chronus.boundary import (
+    LeaseJobs,
+    LeaseSettings,
+    edf_meets,
+    option_tails,
+    plan_boundary,
+)
 from schedopt.policies.chronus.lease_milp import (
     LeaseProblem,
     latest_fit_greedy,
@@ -189,3 +195,23 @@ def test_edf_projection_by_hand():
     assert edf_meets(jobs, np.arange(4), 2, 0.0, s, held).tolist() == [True, False, True, True]
     # Without c, b runs beside nothing: a 0 -> 60, b 60 -> 170.
     assert edf_meets(jobs, np.array([0, 1]), 2, 0.0, s).tolist() == [True, True, False, False]
+
+
+def test_others_sets_which_jobs_without_a_guarantee_the_lease_milp_plans():
+    # One GPU, none admitted. Earliest deadline first: job 0 (50 s, due 100) 0 -> 60, then job
+    # 1 (50 s, due 110) 60 -> 120, late. Both have a reachable option.
+    jobs = LeaseJobs(np.array([1, 1]), np.array([50.0, 50.0]), np.arange(2),
+                     np.array([100.0, 110.0]), np.ones(2))
+    none = np.zeros(2, dtype=bool)
+    planned = {}
+    for others in ("plan", "fill", "auto"):
+        s = LeaseSettings(lease_seconds=100.0, resume_overhead_s=10.0, others=others)
+        decision = plan_boundary(jobs, none, 1, 0.0, s)
+        planned[others] = decision.planned.tolist()
+        assert decision.running.sum() == 1
+    assert planned == {"plan": [0, 1], "fill": [], "auto": [1]}
+    # "fill" runs them in deadline order.
+    s = LeaseSettings(lease_seconds=100.0, resume_overhead_s=10.0, others="fill")
+    assert plan_boundary(jobs, none, 1, 0.0, s).running.tolist() == [True, False]
+    with pytest.raises(PolicyError, match="others"):
+        LeaseSettings(others="edf")

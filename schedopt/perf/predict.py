@@ -165,9 +165,10 @@ def _blend(preds: list[np.ndarray], w: np.ndarray) -> np.ndarray:
     stack = np.stack(preds)
     finite = np.isfinite(stack)
     values = np.where(finite, stack, 0.0)
-    ok = finite & (w[:, None, None] > 0)
-    total = np.where(ok, w[:, None, None], 0.0).sum(axis=0)
-    weighted = (np.where(ok, w[:, None, None], 0.0) * values).sum(axis=0) / np.where(total > 0, total, 1.0)
+    w = np.asarray(w).reshape((-1,) + (1,) * (stack.ndim - 1))
+    ok = finite & (w > 0)
+    total = np.where(ok, w, 0.0).sum(axis=0)
+    weighted = (np.where(ok, w, 0.0) * values).sum(axis=0) / np.where(total > 0, total, 1.0)
     count = finite.sum(axis=0)
     fallback = np.where(count > 0, values.sum(axis=0) / np.maximum(count, 1), np.nan)
     return np.where(total > 0, weighted, fallback)
@@ -245,7 +246,7 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
                 mask = usable & here
                 w = _best_weights(model, kind, grid, preds, truth, mask) if mask.sum() >= MIN_GROUP else pooled
                 weights[f"{kind}:{g}{suffix}"] = dict(zip(used, w.tolist()))
-                e = np.abs(_capped(model, _blend(preds, w), kind) - truth)[mask]
+                e = np.abs(np.minimum(_blend(preds, w), _cap(model, kind)) - truth)[mask]
                 errors.append(e[np.isfinite(e)])
                 out = np.where(here, _blend([full[n] for n in used], w), out)
                 w_als = np.where(here, weights[f"{kind}:{g}{suffix}"].get("als", 0.0), w_als)
@@ -275,8 +276,11 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
 
 def _best_weights(model, kind, grid, preds, truth, mask) -> np.ndarray:
     """The row of `grid` whose blend of the held-out `preds` has the least mean relative error
-    on the cells of `mask` (the first row where none is scored)."""
-    scores = np.array([_mre(_capped(model, _blend(preds, w), kind), truth, mask) for w in grid])
+    on the cells of `mask` (the first row where none is scored). Only those cells are blended:
+    the grid has hundreds of rows with four members."""
+    cells = [p[mask] for p in preds]
+    cap = _cap(model, kind)[mask]
+    scores = np.array([_mre(np.minimum(_blend(cells, w), cap), truth[mask]) for w in grid])
     return grid[int(np.argmin(scores))]
 
 
@@ -289,19 +293,21 @@ def _gpu_hyper(model, j, ranks, lambdas, seed, fallback) -> tuple[int, float]:
     return got.rank, got.lam
 
 
-def _capped(model: PerformanceModel, pred: np.ndarray, kind: str) -> np.ndarray:
-    """Held-out log predictions of pair cells capped at the measured isolated rate."""
-    if kind != "pairs":
-        return pred
-    J, P = len(model.gpu_types), len(model.partners)
-    iso = np.log(np.where(model.values[:, :J] > 0, model.values[:, :J], np.nan))
-    cap = np.full(pred.shape, np.inf)
-    cap[:, J:] = np.repeat(np.where(np.isfinite(iso), iso, np.inf), P, axis=1)
-    return np.minimum(pred, cap)
+def _cap(model: PerformanceModel, kind: str) -> np.ndarray:
+    """(R, C) cap on held-out log predictions: a pair cell's measured isolated rate (log
+    steps/s), +inf elsewhere and for isolated cells."""
+    cap = np.full(model.shape, np.inf)
+    if kind == "pairs":
+        J, P = len(model.gpu_types), len(model.partners)
+        iso = np.log(np.where(model.values[:, :J] > 0, model.values[:, :J], np.nan))
+        cap[:, J:] = np.repeat(np.where(np.isfinite(iso), iso, np.inf), P, axis=1)
+    return cap
 
 
-def _mre(pred: np.ndarray, truth: np.ndarray, mask: np.ndarray) -> float:
-    e = (pred - truth)[mask]
+def _mre(pred: np.ndarray, truth: np.ndarray, mask: np.ndarray | None = None) -> float:
+    """Mean relative error of log predictions against log truths on `mask` (every cell if
+    None), finite pairs only; inf where there is none."""
+    e = pred - truth if mask is None else (pred - truth)[mask]
     e = e[np.isfinite(e)]
     return float(np.abs(np.expm1(e)).mean()) if e.size else float("inf")
 

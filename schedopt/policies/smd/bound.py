@@ -11,6 +11,12 @@ optimal duals it equals the LP optimum; at the duals an LP solver reports, a lit
 still a valid bound, only a little lower. A multiplier whose side of the row is unbounded is
 set to 0 (its term would be -inf).
 
+The same multipliers bound how far any point that is better than a known objective can lie
+from the LP's bounds (`reduced_cost_bounds`, "reduced-cost fixing"): for every feasible x,
+c x + offset - L(y) >= sum_j |d_j| dist_j, dist_j = x_j - l_j where d_j > 0 and u_j - x_j where
+d_j < 0, so x with objective <= U has dist_j <= (U - L(y)) / |d_j|, rounded down for integer
+columns. smd_exact shrinks its MILP by this before the solver starts.
+
 The relaxation keeps every machine's capacity rows, which the Lagrangian bound of
 `schedopt.policies.smd.algorithm.lagrangian_bound` sums into cluster totals: where a task fits
 only some machines (a NIC too small for it) or GPUs and the NIC bind on the same machines, the
@@ -36,9 +42,7 @@ def dual_bound(lp: LinearProgram, y: np.ndarray) -> float:
     bound follows from y."""
     if lp.maximize:
         raise ValueError("dual_bound expects a minimization")
-    y = np.asarray(y, dtype=float).copy()
-    y[(y < 0) & ~np.isfinite(lp.row_upper)] = 0.0
-    y[(y > 0) & ~np.isfinite(lp.row_lower)] = 0.0
+    y = _multipliers(lp, y)
     rhs = np.where(y < 0, lp.row_upper, np.where(y > 0, lp.row_lower, 0.0))
     d = lp.c - lp.A.T @ y
     with np.errstate(invalid="ignore"):
@@ -48,17 +52,54 @@ def dual_bound(lp: LinearProgram, y: np.ndarray) -> float:
     return float(lp.objective_offset + y @ rhs + low.sum())
 
 
-def relaxation(program: ExactProgram) -> tuple[float | None, np.ndarray | None]:
-    """(`dual_bound` of the program's LP relaxation at the duals HiGHS finds, seconds; the LP's
-    column values), both None when HiGHS reports no optimal solution. No time limit: a
-    wall-clock limit would make the bound depend on the machine's load."""
-    lp = dataclasses.replace(program.lp, integer=None)
+def _multipliers(lp: LinearProgram, y: np.ndarray) -> np.ndarray:
+    """y with the multipliers of rows unbounded on the side they press set to 0."""
+    y = np.asarray(y, dtype=float).copy()
+    y[(y < 0) & ~np.isfinite(lp.row_upper)] = 0.0
+    y[(y > 0) & ~np.isfinite(lp.row_lower)] = 0.0
+    return y
+
+
+def reduced_cost_bounds(lp: LinearProgram, y: np.ndarray,
+                        limit: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(col_lower, col_upper) that every feasible point of `lp` (a minimization) with objective
+    <= `limit` satisfies, from multipliers y (module docstring); None when no point has an
+    objective <= limit (limit below `dual_bound`). Integer columns get integer bounds."""
+    bound = dual_bound(lp, y)
+    if not np.isfinite(bound):
+        return lp.col_lower.copy(), lp.col_upper.copy()
+    slack = limit - bound + 1e-9 * max(1.0, abs(limit))  # the allowance only loosens bounds
+    if slack < 0:
+        return None
+    d = lp.c - lp.A.T @ _multipliers(lp, y)
+    with np.errstate(divide="ignore"):
+        reach = np.where(d != 0, slack / np.abs(d), np.inf)
+    if lp.integer is not None:
+        reach = np.where(lp.integer, np.floor(reach + 1e-9), reach)
+    lower = np.where(d < 0, np.maximum(lp.col_lower, lp.col_upper - reach), lp.col_lower)
+    upper = np.where(d > 0, np.minimum(lp.col_upper, lp.col_lower + reach), lp.col_upper)
+    return lower, upper
+
+
+def solve_relaxation(lp: LinearProgram) -> tuple[float | None, np.ndarray | None,
+                                                 np.ndarray | None]:
+    """(`dual_bound` of lp without integrality at the duals HiGHS finds, objective units; the
+    LP's column values; those duals), all None when HiGHS reports no optimal solution. No time
+    limit: a wall-clock limit would make the bound depend on the machine's load."""
+    lp = dataclasses.replace(lp, integer=None)
     try:
         result = Solver(SOLVER, SolveOptions(threads=1)).solve(lp)
     except SolveError:
-        return None, None
+        return None, None, None
     if result.row_duals is None:
-        return None, None
+        return None, None, None
     value = dual_bound(lp, result.row_duals)
-    return (value if np.isfinite(value) else None), result.x
+    return (value if np.isfinite(value) else None), result.x, result.row_duals
+
+
+def relaxation(program: ExactProgram) -> tuple[float | None, np.ndarray | None]:
+    """(`dual_bound` of the program's LP relaxation at the duals HiGHS finds, seconds; the LP's
+    column values), both None when HiGHS reports no optimal solution."""
+    value, x, _ = solve_relaxation(program.lp)
+    return value, x
 

@@ -21,7 +21,9 @@ capacity. What makes binding instances faster (docs/smd.md, "smd_exact"):
 - symmetry breaking: machines with equal capacities are ordered by a load (their tasks'
   summed shares of the cluster), "machine_order"; jobs with equal data by configuration index,
   "job_order" (any solution maps to one that satisfies both by permuting machines / jobs);
-- a MIP start (`SolveOptions.start`, a hint for cpsat and scip) from `smd`.
+- a MIP start (`SolveOptions.start`, a hint for cpsat and scip) from `smd`, its identical
+  machines and identical jobs permuted first so that it satisfies the symmetry rows (a hint
+  that violates them is one the solver has to repair before it can use it).
 Every column is integer, so CP-SAT takes it (the objective coefficients, seconds, stay floats:
 CP-SAT scales them itself, and the objective reported here is recomputed from the placement).
 """
@@ -47,10 +49,15 @@ class ExactProgram:
     z: Variable
     x: Variable
     y: Variable
+    machine_groups: tuple[np.ndarray, ...] = ()  # identical machines ordered by "machine_order"
+    job_groups: tuple[np.ndarray, ...] = ()  # identical jobs ordered by "job_order"
+    load: tuple[np.ndarray, np.ndarray] | None = None  # (n,) cluster shares of a worker, a PS
 
     def start(self, cfg: Configurations, placement: Placement) -> np.ndarray | None:
         """The column vector of a placement (None when a job's (w, p) is not one of its
-        configurations)."""
+        configurations), with identical jobs and identical machines permuted so that it
+        satisfies the symmetry rows (same objective: permuted twins have the same data)."""
+        placement = self.canonical(cfg, placement)
         w, p = placement.total_workers, placement.total_ps
         match = cfg.valid & (cfg.workers == w[:, None]) & (cfg.ps == p[:, None])
         if not match.any(axis=1).all():
@@ -60,6 +67,24 @@ class ExactProgram:
         values[self.x.columns] = placement.workers.ravel()
         values[self.y.columns] = placement.ps.ravel()
         return values
+
+    def canonical(self, cfg: Configurations, placement: Placement) -> Placement:
+        """The placement with each group of identical jobs reordered by configuration index
+        ("job_order") and each group of identical machines by decreasing load
+        ("machine_order"); unchanged without symmetry rows."""
+        workers, ps = placement.workers.copy(), placement.ps.copy()
+        w, p = placement.total_workers, placement.total_ps
+        match = cfg.valid & (cfg.workers == w[:, None]) & (cfg.ps == p[:, None])
+        index = np.where(match.any(axis=1), match.argmax(axis=1), cfg.valid.shape[1])
+        for group in self.job_groups:
+            order = group[np.argsort(index[group], kind="stable")]
+            workers[group], ps[group] = workers[order], ps[order]
+        if self.load is not None:
+            load = (workers * self.load[0][:, None] + ps * self.load[1][:, None]).sum(axis=0)
+            for group in self.machine_groups:
+                order = group[np.argsort(-load[group], kind="stable")]
+                workers[:, group], ps[:, group] = workers[:, order], ps[:, order]
+        return Placement(workers, ps)
 
 
 def _groups(rows: np.ndarray) -> list[np.ndarray]:
@@ -100,11 +125,13 @@ def exact_program(problem: SmdProblem, cfg: Configurations, symmetry: bool = Tru
         if limited.any():
             demand = cfg.demand(problem)[:, :, limited]  # (n, K, R')
             m.add("totals", (z[:, :, None] * demand).sum(axis=(0, 1)) <= C[:, limited].sum(axis=0))
+    alike, same, shares = [], [], None
     if symmetry:
         total = np.where(rows, C, 0).sum(axis=0)
         scale = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
-        load = x * (a @ scale)[:, None] + y * (b @ scale)[:, None]  # (n, H) shares of the cluster
-        alike = [g for g in _groups(np.where(np.isfinite(C), C, -1.0))]
+        shares = (a @ scale, b @ scale)
+        load = x * shares[0][:, None] + y * shares[1][:, None]  # (n, H) shares of the cluster
+        alike = _groups(np.where(np.isfinite(C), C, -1.0))
         first = np.concatenate([g[:-1] for g in alike]) if alike else np.zeros(0, int)
         second = np.concatenate([g[1:] for g in alike]) if alike else np.zeros(0, int)
         if first.size:
@@ -118,4 +145,4 @@ def exact_program(problem: SmdProblem, cfg: Configurations, symmetry: bool = Tru
             index = np.arange(cfg.valid.shape[1], dtype=float)
             m.add("job_order", (z[lo] * index).sum(axis=1) <= (z[hi] * index).sum(axis=1))
     m.minimize((np.where(cfg.valid, cfg.time, 0.0) * z).sum())
-    return ExactProgram(m.compile(), m, z, x, y)
+    return ExactProgram(m.compile(), m, z, x, y, tuple(alike), tuple(same), shares)

@@ -81,7 +81,8 @@ def test_reduced_cost_bounds_keep_every_integer_point_below_the_limit(lp, seed, 
 
 def _rows_hold(program, vector) -> bool:
     Ax = program.lp.A @ vector
-    return bool(np.all(Ax >= program.lp.row_lower - 1e-9) and np.all(Ax <= program.lp.row_upper + 1e-9))
+    return bool(np.all(Ax >= program.lp.row_lower - 1e-9)
+                and np.all(Ax <= program.lp.row_upper + 1e-9))
 
 
 def _twins(jobs: int, machines: int, seed: int, regime: str) -> SmdProblem:
@@ -93,7 +94,8 @@ def _twins(jobs: int, machines: int, seed: int, regime: str) -> SmdProblem:
     return SmdProblem.from_instance(parse_instance(doc))
 
 
-@pytest.mark.parametrize("regime,seed", [("nic", 0), ("nic", 4), ("mixed", 5), ("loose", 2), ("cpu", 3)])
+@pytest.mark.parametrize("regime,seed",
+                         [("nic", 0), ("nic", 4), ("mixed", 5), ("loose", 2), ("cpu", 3)])
 def test_the_start_satisfies_the_symmetry_rows_and_keeps_the_placement(regime, seed):
     problem = _twins(12, 8, seed, regime)
     cfg = problem.configurations()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from smd_strategies import ps_instances, regime_instances
@@ -15,7 +15,9 @@ from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.exact import smd_exact
 from schedopt.policies.smd.model import Placement, SmdProblem
 from schedopt.policies.smd.neighbourhood import improve
-from schedopt.policies.smd.packing import minimal_packing
+from schedopt.policies.smd.milp import exact_program
+from schedopt.policies.smd.packing import _search, minimal_packing
+from schedopt.policies.smd.repair import place
 from schedopt.traces.parameter_server import parameter_server_instance
 
 
@@ -85,6 +87,29 @@ def test_smd_is_never_worse_than_the_paper_method_and_its_bound_holds(instance):
     assert ours.objective <= paper.objective * (1 + 1e-12)
     assert ours.bound <= exact.objective * (1 + 1e-9)
     assert exact.objective <= ours.objective * (1 + 1e-9)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ps_instances(max_jobs=4, max_machines=3, max_workers=4, max_ps=2, tight=True),
+       st.integers(0, 2**32 - 1))
+def test_placement_search_places_exactly_what_cp_sat_can_place(instance, pick):
+    # the depth-first search's cuts must never cut off a placement: on instances this small it
+    # ends well within its node limit, so it finds one exactly when CP-SAT does
+    problem = SmdProblem.from_instance(instance)
+    cfg = problem.configurations()
+    rng = np.random.default_rng(pick)
+    choice = np.array([rng.choice(np.flatnonzero(row)) for row in cfg.valid])
+    rows = np.arange(problem.num_jobs)
+    w, p = cfg.workers[rows, choice], cfg.ps[rows, choice]
+    found = _search(problem, w, p)
+    placed, why = place(exact_program(problem, cfg, symmetry=False), choice, 30.0)
+    event(why)
+    assert why in ("placed", "infeasible")
+    assert (found is not None) == (why == "placed")
+    if found is not None:
+        assert Placement(found.workers, found.ps).violations(problem) == []
+        np.testing.assert_array_equal(found.w, w)
+        np.testing.assert_array_equal(found.p, p)
 
 
 def test_lns_closes_most_of_the_gap_the_numpy_search_leaves_on_a_binding_instance():

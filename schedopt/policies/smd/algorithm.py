@@ -38,7 +38,7 @@ import numpy as np
 
 from schedopt.backends import Status
 from schedopt.policies.smd.bound import relaxation
-from schedopt.policies.smd.knapsack import exchange_pass, knapsack_step, resource_prices
+from schedopt.policies.smd.knapsack import REPACK_NODES, exchange_pass, knapsack_step, resource_prices
 from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.neighbourhood import improve
 from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
@@ -326,7 +326,9 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
                 realized.relocate = RELOCATE
         starts += [] if realized is None else [fill(realized)]
     sizes = (problem.worker_demand @ price, problem.ps_demand @ price)
-    passes = {"sizes": sizes} if small else {"rounds": 2, "max_trials": problem.num_jobs}
+    # small problems: the passes' placement searches share one node budget
+    passes = {"sizes": sizes, "nodes_left": [REPACK_NODES]} if small else \
+        {"rounds": 2, "max_trials": problem.num_jobs}
     finals = [exchange_pass(problem, pk, cfg.workers, cfg.ps, T, **passes) for pk in starts]
     pack = min(finals, key=lambda pk: problem.completion_time(pk.w, pk.p).sum())
     details = {key: phase1[key] for key in ("iterations", "residual", "stopped")}

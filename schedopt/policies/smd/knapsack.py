@@ -17,6 +17,11 @@ import numpy as np
 from schedopt.policies.smd.model import SmdProblem
 from schedopt.policies.smd.packing import BIG, SEARCH_TASKS, TOL, Packing, pack_counts
 
+# search nodes the placement searches of exchange passes may take together (small problems;
+# about 0.5 CPU s): a search that would have to prove a repack impossible may take its full
+# SEARCH_NODES, and a pass tries hundreds of repacks
+REPACK_NODES = 20_000
+
 
 def resource_prices(cost: np.ndarray, shares: np.ndarray, allowed: np.ndarray,
                     start: np.ndarray | None = None, iterations: int = 30) -> np.ndarray:
@@ -92,12 +97,14 @@ def knapsack_step(pack: Packing, workers: np.ndarray, ps: np.ndarray, allowed: n
 
 def exchange_pass(problem: SmdProblem, pack: Packing, workers: np.ndarray, ps: np.ndarray,
                   time: np.ndarray, rounds: int = 3, max_trials: int | None = None,
-                  sizes: tuple[np.ndarray, np.ndarray] | None = None) -> Packing:
+                  sizes: tuple[np.ndarray, np.ndarray] | None = None,
+                  nodes_left: list[int] | None = None) -> Packing:
     """Local search on the true completion times from `pack` (left unchanged; the result is
     returned). Move 1: a job's tasks are all taken off and it takes its fastest configuration
     that fits what is left (which also moves its tasks; in small problems, see SEARCH_TASKS,
-    every task may be repacked). Move 2: job j steps down to one of its three fastest
-    configurations with fewer tasks, then job i is refitted as in move 1; kept only when i
+    every task may be repacked, all searches within nodes_left[0] nodes together, lowered as
+    they take them; default REPACK_NODES). Move 2: job j
+    steps down to one of its three fastest configurations with fewer tasks, then job i is refitted as in move 1; kept only when i
     gains more than j loses (in small problems j may step down to any smaller configuration).
     Only moves that the cluster's totals allow are tried (a vectorized check), jobs with the
     most to gain first, partners by smallest loss; a round without an improving move ends the
@@ -118,11 +125,12 @@ def exchange_pass(problem: SmdProblem, pack: Packing, workers: np.ndarray, ps: n
     budget = (200 * n if small else 4 * n) if max_trials is None else max_trials
     options = workers.shape[1] if small else 3  # step-downs of a partner tried
     tried: dict[bytes, Packing | None] = {}  # repacks already searched, by (w, p)
+    nodes_left = [REPACK_NODES] if nodes_left is None else nodes_left
 
     def repack(w: np.ndarray, p: np.ndarray) -> Packing | None:
         key = np.concatenate([w, p]).astype(np.int64).tobytes()
         if key not in tried:
-            tried[key] = pack_counts(problem, w, p)
+            tried[key] = pack_counts(problem, w, p, budget=nodes_left)
         found = tried[key]
         return None if found is None else found.copy()
 

@@ -205,13 +205,17 @@ SEARCH_TASKS = 64  # pack_counts searches exhaustively up to this many tasks ...
 SEARCH_NODES = 20_000  # ... and this many search nodes
 
 
-def _search(problem: SmdProblem, w: np.ndarray, p: np.ndarray) -> Packing | None:
+def _search(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
+            budget: list[int] | None = None) -> Packing | None:
     """Depth-first search for a placement of w[i] workers and p[i] PSs: task groups (job, kind)
     by decreasing size; for a group, machine by machine, how many of its tasks go there (most
-    first, machines largest first); cut when the tasks left exceed the resources left or when the machines left cannot
-    hold the group's tasks. Machines that were alike when the group started (same resources
-    left) are interchangeable, so a group puts no more tasks on such a machine than on the one
-    before it. None when there is no placement or SEARCH_NODES is reached."""
+    first, machines largest first). Cut when the machines left cannot hold the group's tasks;
+    the cluster's totals are checked once, before the search (placing a task lowers what is
+    left and what is needed alike). Machines that were alike when the group started (same
+    resources left) are interchangeable, so a group puts no more tasks on such a machine than on
+    the one before it.
+    None when there is no placement or SEARCH_NODES is reached (or budget[0], the nodes a caller
+    allows all its searches together, which is lowered by the nodes this one took)."""
     groups = [(i, kind, count, demand[i]) for i in range(problem.num_jobs)
               for kind, count, demand in ((0, int(w[i]), problem.worker_demand),
                                           (1, int(p[i]), problem.ps_demand)) if count]
@@ -222,16 +226,28 @@ def _search(problem: SmdProblem, w: np.ndarray, p: np.ndarray) -> Packing | None
     machines = sorted(range(H), key=lambda h: tuple(-capacity[h]))  # alike machines side by side
     left = [list(capacity[h]) for h in machines]
     demands = [[float(v) for v in g[3]] for g in groups]
+    asked = [[(r, v) for r, v in enumerate(d) if v > 0] for d in demands]
     need = [sum(g[2] * d[r] for g, d in zip(groups, demands)) for r in range(R)]
+    if any(need[r] > sum(row[r] for row in left) + TOL for r in range(R)):
+        return None
     placed = [[0] * H for _ in groups]
-    nodes = 0
+    nodes, limit = 0, SEARCH_NODES if budget is None else min(SEARCH_NODES, budget[0])
 
-    def most(h: int, d: list, count: int) -> int:
-        fit = count
-        for r in range(R):
-            if d[r] > 0:
-                fit = min(fit, int((left[h][r] + TOL) // d[r]))
-        return max(fit, 0)
+    def most(h: int, g: int, count: int) -> int:
+        row = left[h]
+        for r, v in asked[g]:
+            fit = int((row[r] + TOL) // v)
+            if fit < count:
+                count = fit
+        return max(count, 0)
+
+    def holds(g: int, h: int, count: int) -> bool:
+        """Whether machines h.. can hold `count` tasks of group g (each machine alone)."""
+        for m in range(h, H):
+            count -= most(m, g, count)
+            if count <= 0:
+                return True
+        return False
 
     alike = [False] * H  # machine h had the same resources left as h - 1 when the group began
 
@@ -248,30 +264,29 @@ def _search(problem: SmdProblem, w: np.ndarray, p: np.ndarray) -> Packing | None
         if h == H:
             return False
         nodes += 1
-        if nodes > SEARCH_NODES or any(need[r] > sum(row[r] for row in left) + TOL for r in range(R)):
+        if nodes > limit or not holds(g, h, count):
             return False
-        d = demands[g]
-        if sum(most(m, d, count) for m in range(h, H)) < count:
-            return False  # the machines left cannot hold this group's tasks
-        top = most(h, d, count)
+        top = most(h, g, count)
         if alike[h]:
             top = min(top, placed[g][h - 1])
+        row = left[h]
         for c in range(top, -1, -1):
-            for r in range(R):
-                left[h][r] -= c * d[r]
-                need[r] -= c * d[r]
+            for r, v in asked[g]:
+                row[r] -= c * v
             placed[g][h] = c
             if dfs(g, h + 1, count - c):
                 return True
-            for r in range(R):
-                left[h][r] += c * d[r]
-                need[r] += c * d[r]
+            for r, v in asked[g]:
+                row[r] += c * v
         placed[g][h] = 0
         return False
 
     pack = Packing(problem)
     alike[1:] = [left[m] == left[m - 1] for m in range(1, H)]
-    if groups and not dfs(0, 0, groups[0][2]):
+    found = not groups or dfs(0, 0, groups[0][2])
+    if budget is not None:
+        budget[0] -= min(nodes, limit)
+    if not found:
         return None
     for (i, kind, _, _), row in zip(groups, placed):
         (pack.workers if kind == 0 else pack.ps)[i, machines] += np.asarray(row, dtype=np.int64)
@@ -281,11 +296,11 @@ def _search(problem: SmdProblem, w: np.ndarray, p: np.ndarray) -> Packing | None
 
 
 def pack_counts(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
-                search: bool | None = None) -> Packing | None:
+                search: bool | None = None, budget: list[int] | None = None) -> Packing | None:
     """A placement of exactly w[i] workers and p[i] PSs per job, or None: three first-fit
     orders (each job whole, largest first; every PS group first; every worker group first,
     groups by decreasing summed shares), then, for at most SEARCH_TASKS tasks (or when
-    `search` is True), the exhaustive `_search`."""
+    `search` is True), the exhaustive `_search` (within `budget`, see there)."""
     total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
     scale = np.where(total > 0, total, 1.0)
     size_w = (problem.worker_demand / scale).sum(axis=1) * w
@@ -303,5 +318,5 @@ def pack_counts(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
         if all(pack.add(i, dw, dp) for i, dw, dp in order):
             return pack
     if search or (search is None and int(w.sum() + p.sum()) <= SEARCH_TASKS):
-        return _search(problem, w, p)
+        return _search(problem, w, p, budget)
     return None

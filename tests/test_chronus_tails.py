@@ -53,9 +53,9 @@ def test_the_deadlines_lease_lets_an_admitted_job_wait_for_an_earlier_deadline()
     edf = run("edf")
     assert edf["completion_s"].tolist() == pytest.approx([220.0, 60.0])
     assert edf["met_deadline"].tolist() == [True, True]
-    # Without tails (the default) a is admitted first and, its deadline at 2.9 leases counted as 2, must
-    # run in leases 0 and 1 (1.5 + 0.1 leases of work): it ends at 160 and b, not admitted,
-    # finds no GPU before its deadline (it then runs 160 -> 220).
+    # Without tails (the default) a is admitted first and, its deadline at 2.9 leases counted
+    # as 2, must run in leases 0 and 1 (1.5 + 0.1 leases of work): it ends at 160 and b, not
+    # admitted, finds no GPU before its deadline (it then runs 160 -> 220).
     old = run("chronus")
     assert old.loc["a", "admitted"] and not old.loc["b", "admitted"]
     assert old["completion_s"].tolist() == pytest.approx([160.0, 220.0])

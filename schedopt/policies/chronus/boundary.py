@@ -37,8 +37,8 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
   it must, taking GPUs from jobs due sooner. Admission still packs whole leases.
 - `plan_boundary`: the lease MILP over the admitted jobs (must get an option) and the other SLO
   jobs with a reachable option (may; `others`: all, none, or those an earliest-deadline-first
-  projection says would miss, `edf_meets`); then the GPUs the MILP leaves free in lease 0 go to every
-  other waiting job: SLO jobs that can still meet a deadline first (earliest deadline first),
+  projection says would miss, `edf_meets`); then the GPUs the MILP leaves free in lease 0 go to
+  every other waiting job: SLO jobs that can still meet a deadline first (earliest deadline first),
   then shortest remaining service (GPU-seconds) first (`fill_order`, `fill_in_order`).
   sigma "adaptive" is -1 (guaranteed jobs run late, leaving lease 0 to others) when a job that
   is not guaranteed waits, else +1 (run guaranteed jobs early).
@@ -721,11 +721,11 @@ def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
         rest = need > 0
     if not rest.any():
         return own
+    # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here (a job that holds
+    # lease 0 has held its GPUs in the lease before the shifted window).
     horizon = np.minimum(problem.option_horizon[plan.chosen[keep]], problem.num_leases) - 1
     if np.any(horizon[rest] < 1):  # the rest of the work is in the deadline's lease only
         return own
-    # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here (a job that holds
-    # lease 0 has held its GPUs in the lease before the shifted window).
     count = lease_count(need[rest], problem.overhead) if problem.per_run else need[rest]
     packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], count, horizon[rest],
                                              problem.capacity[1:], width=problem.width[1:],

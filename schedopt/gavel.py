@@ -46,6 +46,7 @@ import numpy as np
 
 from schedopt.api import solve
 from schedopt.backends.base import LinearProgram, SolutionStatus
+from schedopt.backends.cvxpy import ecos_installed, min_max_finish_time_ratio_ecos
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
@@ -157,21 +158,30 @@ V100_PRICED = frozenset({"min_total_duration", "finish_time_fairness"})
 # job's time over types in proportion to GPU counts instead (`spread_over_types`) left average
 # JCT 2.8% to 6.9% above Gavel's own runs.
 CENTERED = frozenset({"finish_time_fairness"})
+# With Gavel's solver name "ECOS" and the ecos package installed, speed-blind finish-time
+# fairness takes ECOS's own answer to Gavel's program when its largest ratio is within this
+# relative slack of the LP optimum (ECOS stops at its tolerances, about 1e-6 here; Gavel takes
+# its answer as it is).
+ECOS_RATIO_SLACK = 1e-5
 # Relative slack on the optimum inside which the center is taken: the answer's largest
 # finish-time ratio is below the optimum times (1 + CENTER_SLACK).
 CENTER_SLACK = 1e-6
 
 
-def agnostic_view(problem: ThroughputProblem) -> ThroughputProblem:
+def agnostic_view(problem: ThroughputProblem, every_type: bool = False) -> ThroughputProblem:
     """Gavel's speed-blind view: every runnable type runs job m at its steps/s on
     GAVEL_REFERENCE_TYPE (at its best runnable steps/s, schedopt's agnostic view, when the
-    throughputs have no such type or the job cannot run on it)."""
+    throughputs have no such type or the job cannot run on it). every_type: as Gavel's own
+    program prices it, also the types where the job runs at 0 steps/s (where it has enough
+    GPUs of the type)."""
     T = problem.throughput * problem.runnable
     best = T.max(axis=1)
     if GAVEL_REFERENCE_TYPE in problem.gpu_types:
         on_reference = T[:, problem.gpu_types.index(GAVEL_REFERENCE_TYPE)]
         best = np.where(on_reference > 0, on_reference, best)
-    return dataclasses.replace(problem, throughput=best[:, None] * problem.runnable)
+    size = problem.capacity if problem.type_size is None else problem.type_size
+    where = (problem.scale_factor[:, None] <= size[None, :]) if every_type else problem.runnable
+    return dataclasses.replace(problem, throughput=best[:, None] * where)
 
 
 def analytic_center(problem: ThroughputProblem, need: np.ndarray, start: np.ndarray,
@@ -537,7 +547,8 @@ class GavelPolicy:
     Gavel's FIFO (`fifo`), the type each running job holds.
     """
 
-    def __init__(self, name: str, solver: str | None = None, **options):
+    def __init__(self, name: str, solver: str | None = None, gavel_solver: str | None = None,
+                 **options):
         if name in UNSUPPORTED:
             raise PolicyError(f"Gavel policy {name!r} is not offered: {UNSUPPORTED[name]}")
         if name not in SIGNATURES or not (name in GAVEL_ALIASES or name in PACKED or
@@ -558,6 +569,8 @@ class GavelPolicy:
         self._fifo_draws = random.Random(0 if seed is None else seed)  # fifo: as Gavel's
         self._intended_fifo = name == "fifo" and bool(self.options.pop("intended", False))
         self._alpha = float(self.options.pop("alpha", 1.0))  # allox: share of waiting jobs
+        self._ecos = (name == "finish_time_fairness" and gavel_solver == "ECOS"
+                      and solver is None and ecos_installed())
 
     def __repr__(self) -> str:
         return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
@@ -593,7 +606,7 @@ class GavelPolicy:
         job_ids, problem = build_problem(throughputs, isolated_time=self._isolated_time,
                                          **arguments)
         if self.gavel_name in V100_PRICED:
-            problem = agnostic_view(problem)
+            problem = agnostic_view(problem, every_type=self._ecos)
         if self.gavel_name == "fifo":
             return (self._sticky_fifo if self._intended_fifo else self._gavel_fifo)(job_ids,
                                                                                      problem)
@@ -612,7 +625,10 @@ class GavelPolicy:
         X = result.X
         if self.gavel_name in FTF_LEXIMIN:
             X = self._ftf_leximin(problem, X)
-        if self.gavel_name == "min_total_duration":
+        ecos_point = self._ecos_ftf(job_ids, problem, X) if self._ecos else None
+        if ecos_point is not None:
+            X = ecos_point
+        elif self.gavel_name == "min_total_duration":
             X = self._gavel_makespan_point(problem, X)
         elif self.gavel_name in CENTERED:
             X = centered_optimum(problem, X)
@@ -681,6 +697,29 @@ class GavelPolicy:
             return X
         point = gavel_feasible_point(problem, gavel_bisection_makespan(makespan_of(problem, X)))
         return X if point is None else point
+
+    @staticmethod
+    def _ecos_ftf(job_ids: list, problem: ThroughputProblem, X: np.ndarray) -> np.ndarray | None:
+        """Speed-blind finish-time fairness as Gavel's ECOS solve answers it
+        (`min_max_finish_time_ratio_ecos`, jobs in Gavel's order: sorted ids); None when ECOS
+        returns nothing or its answer's largest ratio is above the LP optimum X's by more than
+        ECOS_RATIO_SLACK (then the caller centers X, as without ECOS)."""
+        try:
+            order = sorted(range(len(job_ids)), key=job_ids.__getitem__)
+        except TypeError:  # ids that do not sort: the given order
+            order = list(range(len(job_ids)))
+        isolated = isolated_finish_time(problem)
+        Y = min_max_finish_time_ratio_ecos(
+            problem.throughput[order], problem.scale_factor[order].astype(float),
+            problem.capacity.astype(float), problem.remaining_steps[order],
+            problem.time_since_arrival[order], isolated[order])
+        if Y is None:
+            return None
+        answer = np.empty_like(Y)
+        answer[order] = Y
+        best = float(np.max(finish_time_ratios(problem, X, isolated)))
+        got = float(np.max(finish_time_ratios(problem, answer, isolated)))
+        return answer if got <= best * (1 + ECOS_RATIO_SLACK) else None
 
     def _ftf_leximin(self, problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
         """FTF_LEXIMIN for the unpacked policy (its ratios ignore priority weights, as Gavel's
@@ -851,13 +890,17 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
     """A policy object for Gavel's policy `name`, taking the arguments of Gavel's
     `utils.get_policy`. solver: a schedopt backend name, or None for the policy's default;
     Gavel's cvxpy solver names (ECOS, SCS, GUROBI, ...: upper case) also mean the default, since
-    Gavel's scripts always pass one. seed: the random pairing of `gandiva` and the draws of
+    Gavel's scripts always pass one, with one exception: with "ECOS" (Gavel's default) and the
+    `ecos` package installed, speed-blind `finish_time_fairness` solves Gavel's program with
+    ECOS through cvxpy, which returns the optimal allocation Gavel's own object returns
+    (`min_max_finish_time_ratio_ecos`; without ECOS: the LP's centered optimum). seed: the random pairing of `gandiva` and the draws of
     base-mode `fifo` (None: 0; the other policies are deterministic and exact);
     `get_policy("fifo", intended=True)` gives the FIFO Gavel's base mode intends (each job a
     random type with room, seeded by the call count) instead of what its code does;
     priority_reweighting_policies is accepted and unused."""
+    gavel_solver = None
     if solver is not None and solver.isupper():
-        solver = None
+        gavel_solver, solver = solver, None
     if name.startswith("allox_alpha="):  # Gavel's AlloX with its fairness knob in the name
         try:
             options = {**options, "alpha": float(name[len("allox_alpha="):])}
@@ -869,7 +912,7 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
                           f"{', '.join(sorted(SIGNATURES))}")
     if name in ("gandiva", "fifo") and seed is not None:
         options = {**options, "seed": seed}
-    return GavelPolicy(name, solver, **options)
+    return GavelPolicy(name, solver, gavel_solver=gavel_solver, **options)
 
 
 def get_allocation(policy: str, throughputs, *args, solver: str | None = None,

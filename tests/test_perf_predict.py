@@ -57,13 +57,15 @@ def test_relative_ratios_worked_by_hand():
 
 def test_relative_ratios_recover_a_planted_ratio_model_exactly():
     rng = np.random.default_rng(7)
-    types = [label(f"{f} (batch size {b})", s) for f in ("P", "Q", "R") for b in (8, 32, 128) for s in (1, 2, 4)]
+    types = [label(f"{f} (batch size {b})", s)
+             for f in ("P", "Q", "R") for b in (8, 32, 128) for s in (1, 2, 4)]
     info = job_type_info(types)
     level = {m: rng.normal(0, 1) for m in set(info.model)}
     ratio = {(f, g): rng.normal(0, 0.7) for f in "PQR" for g in range(3)}
     gain = {(f, s): np.log(s) * rng.uniform(0.5, 1.0) for f in "PQR" for s in (1, 2, 4)}
-    truth = np.array([[level[info.model[a]] + ratio[(info.family[a], g)] + gain[(info.family[a], info.scale_factor[a])]
-                       for g in range(3)] for a in range(len(types))])
+    truth = np.array([[level[info.model[a]] + ratio[(info.family[a], g)]
+                       + gain[(info.family[a], info.scale_factor[a])] for g in range(3)]
+                      for a in range(len(types))])
     hidden = rng.random(truth.shape) < 0.4
     got = relative_ratios(info, np.where(hidden, np.nan, truth))
     # every anchor's relatives show the same ratio, so each estimate is exact

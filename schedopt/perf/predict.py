@@ -244,7 +244,8 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
             for suffix, row in rows.items():
                 here = row[:, None] & sel
                 mask = usable & here
-                w = _best_weights(model, kind, grid, preds, truth, mask) if mask.sum() >= MIN_GROUP else pooled
+                enough = mask.sum() >= MIN_GROUP
+                w = _best_weights(model, kind, grid, preds, truth, mask) if enough else pooled
                 weights[f"{kind}:{g}{suffix}"] = dict(zip(used, w.tolist()))
                 e = np.abs(np.minimum(_blend(preds, w), _cap(model, kind)) - truth)[mask]
                 errors.append(e[np.isfinite(e)])

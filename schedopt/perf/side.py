@@ -170,7 +170,8 @@ def relative_ratios(info: JobTypeInfo, log_rate: np.ndarray, beta: float = 1.0,
             for h in np.flatnonzero(known[a]):
                 r = kin & known[:, g] & known[:, h]
                 if h != g and r.any():
-                    m, p = combine(log_rate[r, g] - log_rate[r, h], near[r] * np.exp(-np.abs(scale[r] - scale[a])))
+                    weight = near[r] * np.exp(-np.abs(scale[r] - scale[a]))
+                    m, p = combine(log_rate[r, g] - log_rate[r, h], weight)
                     est.append(log_rate[a, h] + m)
                     prec.append(p)
             for other in np.flatnonzero((mod == mod[a]) & known[:, g] & (np.arange(R) != a)):

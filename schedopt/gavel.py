@@ -703,7 +703,8 @@ class GavelPolicy:
         """Speed-blind finish-time fairness as Gavel's ECOS solve answers it
         (`min_max_finish_time_ratio_ecos`, jobs in Gavel's order: sorted ids); None when ECOS
         returns nothing or its answer's largest ratio is above the LP optimum X's by more than
-        ECOS_RATIO_SLACK (then the caller centers X, as without ECOS)."""
+        ECOS_RATIO_SLACK (then the caller centers X, on the same view: Gavel's pricing of
+        every type, `agnostic_view(every_type=True)`)."""
         try:
             order = sorted(range(len(job_ids)), key=job_ids.__getitem__)
         except TypeError:  # ids that do not sort: the given order
@@ -893,8 +894,8 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
     Gavel's scripts always pass one, with one exception: with "ECOS" (Gavel's default) and the
     `ecos` package installed, speed-blind `finish_time_fairness` solves Gavel's program with
     ECOS through cvxpy, which returns the optimal allocation Gavel's own object returns
-    (`min_max_finish_time_ratio_ecos`; without ECOS: the LP's centered optimum). seed: the random pairing of `gandiva` and the draws of
-    base-mode `fifo` (None: 0; the other policies are deterministic and exact);
+    (`min_max_finish_time_ratio_ecos`; without ECOS: the LP's centered optimum). seed: the
+    random pairing of `gandiva` and the draws of base-mode `fifo` (None: 0; the other policies are deterministic and exact);
     `get_policy("fifo", intended=True)` gives the FIFO Gavel's base mode intends (each job a
     random type with room, seeded by the call count) instead of what its code does;
     priority_reweighting_policies is accepted and unused."""

@@ -29,11 +29,12 @@ true, `singletons()` its two jobs) whose value per worker type is [steps/s of th
 of the second] while they share GPUs. The adapter reads them as a co-location table with one
 label per job (`build_pair_table`) and returns, as Gavel's packed policies do, each job's solo
 time fractions under its own id and each pair's time fractions under the pair's key. `gandiva`
-is packed too (`baselines.gandiva`); `allox` decides whole GPUs (`allox.matching`).
+is packed too (Gavel's own Gandiva, `GavelGandiva`); `allox` decides whole GPUs
+(`allox.matching`).
 
 State kept across calls, as Gavel's objects keep it: the isolated time credited to each job
 (finish-time fairness), the GPU type each running job holds (`fifo`, `allox`) and Gandiva's
-pairs with its seeded generator.
+pairs with its seeded generator (`GavelGandiva`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ import numpy as np
 from schedopt.api import solve
 from schedopt.backends.base import LinearProgram, SolutionStatus
 from schedopt.backends.cvxpy import ecos_installed, min_max_finish_time_ratio_ecos
+from schedopt.backends.gavel_programs import (max_throughput_sum_ecos,
+                                              min_max_finish_time_ratio_packed_ecos)
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
@@ -54,9 +57,8 @@ from schedopt.policies.catalog import GAVEL_ALIASES
 from schedopt.policies.gavel.lp import (finish_time_ratios, isolated_finish_time,
                                        isolated_throughput, makespan_of)
 from schedopt.policies.allox.matching import allox_schedule
-from schedopt.policies.baselines.gandiva import GandivaPacking
 from schedopt.policies.packed.per_dollar import MinCostPacked
-from schedopt.policies.packed.fifo import FifoPacked, fifo_solo, job_pair_rates
+from schedopt.policies.packed.fifo import FifoPacked, fifo_solo
 from schedopt.policies.packed.finish_fairness import (FinishTimeFairnessPacked,
                                                       finish_time_ratios_packed, isolated_finish)
 from schedopt.policies.packed.master import PairTable
@@ -116,7 +118,7 @@ _SLO_DEFAULTS = {"SLOs": None, "num_steps_remaining": None}
 UNSUPPORTED: dict[str, str] = {}
 
 # Gavel's packed names (job pairs in `throughputs`, see the docstring) -> (schedopt policy,
-# options); `gandiva` is packed too (its own pairing, `baselines.gandiva`).
+# options); `gandiva` is packed too (`GavelGandiva`).
 PACKED_POLICIES = {
     # the leximin optimum of the max-min LP: see LEXIMIN_OPTIMUM
     "max_min_fairness_packed": (WaterFillingPacked(), {}),
@@ -163,6 +165,11 @@ CENTERED = frozenset({"finish_time_fairness"})
 # relative slack of the LP optimum (ECOS stops at its tolerances, about 1e-6 here; Gavel takes
 # its answer as it is).
 ECOS_RATIO_SLACK = 1e-5
+# The names that, with Gavel's solver name "ECOS" and the ecos package installed, return ECOS's
+# answer to Gavel's own program (`schedopt.backends.gavel_programs`; kept only within
+# ECOS_RATIO_SLACK of schedopt's optimum, else the answer without ECOS).
+ECOS_ROUTE = frozenset({"finish_time_fairness", "finish_time_fairness_packed",
+                        "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf"})
 # Relative slack on the optimum inside which the center is taken: the answer's largest
 # finish-time ratio is below the optimum times (1 + CENTER_SLACK).
 CENTER_SLACK = 1e-6
@@ -505,14 +512,6 @@ def _no_allocation(name: str, status, details: dict | None) -> PolicyError:
     return PolicyError(f"{name}: no allocation ({why})")
 
 
-class _Shared:
-    """Solo time and pairs (row indices, GPU type, time fraction), as a packed decision."""
-
-    def __init__(self, solo, first, second, gpu, fraction):
-        self.solo, self.first, self.second, self.gpu, self.fraction = (solo, first, second,
-                                                                       gpu, fraction)
-
-
 def _packed_allocation(throughputs: dict, job_ids: list, gpu_types: list, solo: np.ndarray,
                        first, second, gpu, fraction) -> dict:
     """Gavel's packed result: each job's solo time fractions under its id, each offered pair's
@@ -528,6 +527,84 @@ def _packed_allocation(throughputs: dict, job_ids: list, gpu_types: list, solo: 
             a, b = (row[job] for job in key.singletons())
             allocation[key] = dict(zip(gpu_types, shared[a, b].tolist()))
     return allocation
+
+
+class GavelGandiva:
+    """What Gavel's Gandiva policy does (`get_policy("gandiva", seed=...)`), call by call,
+    including its random draws (Python's random.Random(seed), as Gavel's policy seeds it).
+    schedopt's own Gandiva (`baselines.gandiva`, a maximal random pairing) is not this.
+
+    Each call: a pair formed earlier is dissolved when a job of it has left or its normalized
+    throughput (sum over types of each job's paired steps/s / its solo steps/s; 0 when a job
+    makes 0 steps/s paired on some type) is below 1. If the jobs ask for no more GPUs than
+    the cluster has, every job is its own combination. Otherwise the jobs in no pair, in id
+    order, are paired by n draws of two of them at random (n: how many there were), a draw
+    of unequal scale factors being wasted, and the jobs left stay alone. With K combinations,
+    combination k gets c_j / (K s_k) of type j, its row scaled to sum to at most 1.
+    State: `assigned`, {job id: (its combination's key, its partner or None)}."""
+
+    def __init__(self, seed: int | None = None):
+        self.rng = random.Random()
+        if seed is not None:
+            self.rng.seed(seed)
+        self.assigned: dict = {}
+
+    @staticmethod
+    def normalized_throughput(throughputs: dict, key, types: list) -> float:
+        """Sum over types of paired / solo steps/s of both jobs of pair `key` (0 for a single
+        job, a pair not offered, or a job making 0 steps/s paired or alone on some type)."""
+        if not _is_pair(key) or key not in throughputs:
+            return 0.0
+        total = 0.0
+        for t in types:
+            for position, job in enumerate(key.singletons()):
+                paired, solo = throughputs[key][t][position], throughputs[job][t]
+                if paired <= 0.0 or solo <= 0.0:
+                    return 0.0
+                total += paired / solo
+        return total
+
+    def allocate(self, throughputs: dict, scale_factors: dict, cluster_spec: dict) -> dict:
+        """Gavel's result: {key: {type: time fraction}} for every single job and offered
+        pair in `throughputs` (module docstring for the arguments)."""
+        singles = sorted(key for key in throughputs if not _is_pair(key))
+        keys = singles + [key for key in throughputs if _is_pair(key)]
+        types = sorted(throughputs[singles[0]])
+        dropped = []
+        for job, (key, partner) in self.assigned.items():
+            if (job not in throughputs or (partner is not None and partner not in throughputs)
+                    or self.normalized_throughput(throughputs, key, types) < 1.0):
+                dropped += [job, partner]
+        for job in dropped:
+            self.assigned.pop(job, None)
+        if sum(scale_factors[job] for job in singles) <= sum(cluster_spec[t] for t in types):
+            chosen = singles
+        else:
+            pair_of = {frozenset(key.singletons()): key for key in keys if _is_pair(key)}
+            alone = [job for job in singles if job not in self.assigned]
+            for _ in range(len(alone)):
+                if len(alone) < 2:
+                    break
+                a, b = self.rng.sample(alone, 2)
+                if scale_factors[a] != scale_factors[b]:
+                    continue
+                key = pair_of.get(frozenset((a, b)))
+                if key is None:
+                    raise PolicyError(f"Gandiva_Packing: jobs {a} and {b} were paired but "
+                                      f"throughputs has no entry for the pair")
+                alone.remove(a)
+                alone.remove(b)
+                self.assigned[a], self.assigned[b] = (key, b), (key, a)
+            for job in alone:
+                self.assigned[job] = (job, None)
+            chosen = {key for key, _ in self.assigned.values()}
+        row = {key: k for k, key in enumerate(keys)}
+        x = np.zeros((len(keys), len(types)))
+        for key in chosen:
+            x[row[key]] = np.array([cluster_spec[t] / len(chosen) for t in types])
+            x[row[key]] = x[row[key]] / scale_factors[key.singletons()[0]]
+        x = x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+        return {key: dict(zip(types, x[k].tolist())) for k, key in enumerate(keys)}
 
 
 def _signature(params: tuple[str, ...], gavel_name: str) -> inspect.Signature:
@@ -565,12 +642,12 @@ class GavelPolicy:
         self._placed: dict = {}  # fifo, allox: job -> index of the GPU type it holds
         self._fifo_calls = 0
         seed = self.options.pop("seed", None)
-        self._gandiva = GandivaPacking(seed=seed)
+        self._gandiva = GavelGandiva(0 if seed is None else seed)
         self._fifo_draws = random.Random(0 if seed is None else seed)  # fifo: as Gavel's
         self._intended_fifo = name == "fifo" and bool(self.options.pop("intended", False))
         self._alpha = float(self.options.pop("alpha", 1.0))  # allox: share of waiting jobs
-        self._ecos = (name == "finish_time_fairness" and gavel_solver == "ECOS"
-                      and solver is None and ecos_installed())
+        self._ecos = (name in ECOS_ROUTE and gavel_solver == "ECOS" and solver is None
+                      and ecos_installed())
 
     def __repr__(self) -> str:
         return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
@@ -599,6 +676,10 @@ class GavelPolicy:
         policy = self._schedopt_policy(arguments)
         if self.gavel_name == "allox":
             return self._allox(throughputs, **arguments)
+        if self.gavel_name == "gandiva":
+            singles = {job: row for job, row in throughputs.items() if not _is_pair(job)}
+            build_problem(singles, **arguments)  # the one-line errors of malformed input
+            return self._gandiva.allocate(throughputs, **arguments)
         if self.gavel_name in PACKED:
             return self._packed(throughputs, arguments)
         remaining = arguments.get("num_steps_remaining")
@@ -625,7 +706,11 @@ class GavelPolicy:
         X = result.X
         if self.gavel_name in FTF_LEXIMIN:
             X = self._ftf_leximin(problem, X)
-        ecos_point = self._ecos_ftf(job_ids, problem, X) if self._ecos else None
+        ecos_point = None
+        if self._ecos and self.gavel_name == "finish_time_fairness":
+            ecos_point = self._ecos_ftf(job_ids, problem, X)
+        elif self._ecos:
+            ecos_point = self._ecos_throughput_sum(throughputs, job_ids, problem, X)
         if ecos_point is not None:
             X = ecos_point
         elif self.gavel_name == "min_total_duration":
@@ -669,21 +754,22 @@ class GavelPolicy:
             arguments = {**arguments, "isolated_time": self._isolated_time}
         job_ids, problem = build_problem(singles, **arguments)
         table = build_pair_table(throughputs, job_ids, problem.gpu_types)
-        if self.gavel_name == "gandiva":
-            decision = self._gandiva_round(job_ids, problem, table)
-        else:
-            policy, defaults = PACKED_POLICIES[self.gavel_name]
-            options = policy.parse_options({**defaults, **self.options})
-            outcome = policy.solve_with_table(problem, table, options,
-                                              Solver(self.solver or policy.default_solver))
-            if not outcome.status.has_solution:
-                raise _no_allocation(self.name, outcome.status, outcome.details)
-            decision = outcome.decision
-            if self.gavel_name in FTF_LEXIMIN | MAKESPAN_LEXIMIN:
-                decision = self._leximin_packed(problem, table, outcome)
+        policy, defaults = PACKED_POLICIES[self.gavel_name]
+        options = policy.parse_options({**defaults, **self.options})
+        outcome = policy.solve_with_table(problem, table, options,
+                                          Solver(self.solver or policy.default_solver))
+        if not outcome.status.has_solution:
+            raise _no_allocation(self.name, outcome.status, outcome.details)
+        decision = outcome.decision
+        ecos_answer = (self._ecos_ftf_packed(throughputs, job_ids, problem,
+                                             float(outcome.objective)) if self._ecos else None)
+        if ecos_answer is None and self.gavel_name in FTF_LEXIMIN | MAKESPAN_LEXIMIN:
+            decision = self._leximin_packed(problem, table, outcome)
         if ftf and remaining:
             iso = isolated_throughput(problem)
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
+        if ecos_answer is not None:
+            return ecos_answer
         return _packed_allocation(throughputs, job_ids, problem.gpu_types, decision.solo,
                                   decision.first, decision.second, decision.gpu,
                                   decision.fraction)
@@ -722,6 +808,71 @@ class GavelPolicy:
         got = float(np.max(finish_time_ratios(problem, answer, isolated)))
         return answer if got <= best * (1 + ECOS_RATIO_SLACK) else None
 
+    def _ecos_throughput_sum(self, throughputs: dict, job_ids: list,
+                             problem: ThroughputProblem, X: np.ndarray) -> np.ndarray | None:
+        """The throughput sums as Gavel's ECOS solve answers them (`max_throughput_sum_ecos`
+        on Gavel's values: each job's steps/s as given, per $/h for the cost policy); None when
+        ECOS returns nothing or its answer falls short of X's objective by more than
+        ECOS_RATIO_SLACK (relative) or overfills a type by more than 1e-6 GPUs."""
+        types = problem.gpu_types
+        value = np.array([[float(throughputs[job][t]) for t in types] for job in job_ids])
+        if self.gavel_name.endswith("_by_cost_perf"):
+            value = value / problem.cost_per_hour[None, :]
+        Y = max_throughput_sum_ecos(value, problem.scale_factor, problem.capacity)
+        if Y is None or np.any(problem.scale_factor @ Y > problem.capacity + 1e-6):
+            return None
+        best, got = float((value * X).sum()), float((value * Y).sum())
+        return Y if got >= best * (1 - ECOS_RATIO_SLACK) else None
+
+    @staticmethod
+    def _ecos_ftf_packed(throughputs: dict, job_ids: list, problem: ThroughputProblem,
+                         optimum: float) -> dict | None:
+        """Packed finish-time fairness as Gavel's ECOS solve answers it
+        (`min_max_finish_time_ratio_packed_ecos` over Gavel's keys: single jobs, then
+        offered pairs, each sorted; steps/s in float32 divided by the priority weight, as Gavel's table
+        holds them): Gavel's result dict, or None when ECOS returns nothing, some job has no
+        isolated finish time, or the answer's largest ratio is above `optimum` (schedopt's)
+        by more than ECOS_RATIO_SLACK."""
+        pairs = [key for key in throughputs if _is_pair(key)]
+        try:  # Gavel's order: single jobs, then pairs (sorted, where the keys sort)
+            pairs.sort()
+        except TypeError:
+            pass
+        keys, types = job_ids + pairs, problem.gpu_types
+        row = {job: m for m, job in enumerate(job_ids)}
+        M, K, J = len(job_ids), len(keys), len(types)
+        rates = np.zeros((M, K, J), dtype=np.float32)
+        combinations = [[] for _ in range(M)]
+        scale = np.zeros(K)
+        for k, key in enumerate(keys):
+            members = key.singletons() if _is_pair(key) else (key,)
+            sizes = {problem.scale_factor[row[job]] for job in members}
+            scale[k] = sizes.pop() if len(sizes) == 1 else 0.0
+            for position, job in enumerate(members):
+                m = row[job]
+                combinations[m].append(k)
+                rates[m, k] = [throughputs[key][t][position] if _is_pair(key)
+                               else throughputs[key][t] for t in types]
+        for m in range(M):
+            rates[m] /= float(problem.weight[m])
+        isolated = isolated_finish(problem)
+        remaining = np.nan_to_num(problem.remaining_steps)
+        if not np.all(np.isfinite(isolated) & (isolated > 0)):
+            return None
+        Y = min_max_finish_time_ratio_packed_ecos(
+            rates, combinations, scale, problem.capacity.astype(float), remaining,
+            problem.time_since_arrival, isolated)
+        if Y is None:
+            return None
+        steps = np.array([(rates[m, rows].astype(float) * Y[rows]).sum()
+                          for m, rows in enumerate(combinations)])
+        with np.errstate(divide="ignore"):
+            ratio = (problem.time_since_arrival + np.where(remaining > 0, remaining / steps, 0.0)
+                     ) / isolated
+        if not ratio.max() <= optimum * (1 + ECOS_RATIO_SLACK):
+            return None
+        return {key: dict(zip(types, Y[k].tolist())) for k, key in enumerate(keys)}
+
     def _ftf_leximin(self, problem: ThroughputProblem, X: np.ndarray) -> np.ndarray:
         """FTF_LEXIMIN for the unpacked policy (its ratios ignore priority weights, as Gavel's
         unpacked policy does)."""
@@ -759,17 +910,6 @@ class GavelPolicy:
         else:
             value = finish_time_ratios_packed(problem, steps).max()
         return result.decision if value <= optimum * (1 + 1e-6) else outcome.decision
-
-    def _gandiva_round(self, job_ids: list, problem: ThroughputProblem, table: PairTable):
-        """One round of Gandiva's random packing (`baselines.gandiva`) as solo time and pairs
-        (a pair may hold time on several types)."""
-        rates = job_pair_rates(problem, table)
-        offered = np.isfinite(rates).any(axis=0)
-        solo, first, second, shared = self._gandiva.allocate(
-            job_ids, problem.throughput * problem.runnable, problem.scale_factor,
-            problem.capacity, rates, offered)
-        pairs = np.nonzero(shared > 0)
-        return _Shared(solo, first[pairs[0]], second[pairs[0]], pairs[1], shared[pairs])
 
     def _allox(self, throughputs: dict, scale_factors, times_since_start, num_steps_remaining,
                cluster_spec) -> dict:

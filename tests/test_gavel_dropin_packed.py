@@ -1,6 +1,6 @@
 """The Gavel names added last, through the fake scheduler of test_gavel_dropin: the packed FIFO,
 finish-time fairness and cost policies (Gavel's pair keys in, solo and pair time out), Gandiva's
-random pairing and AlloX's matching."""
+equal split (its random pairing: test_gavel_gandiva) and AlloX's matching."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from schedopt.policies.gavel.lp import finish_time_ratios, isolated_finish_time
 from schedopt.policies.baselines.gandiva import equal_split
 from schedopt.policies.packed.finish_fairness import finish_time_ratios_packed, isolated_finish
 from schedopt.policies.packed.master import PairTable
-from test_gavel_dropin import (TYPES, FakeGavelScheduler, JobId, JobPair, as_matrix,
+from test_gavel_dropin import (TYPES, FakeGavelScheduler, JobId, as_matrix,
                                hand_table, packed_state, problem_of, read_back)
 from test_packed_finish_time import cvxpy_packed_ftf
 from test_packed_min_cost import per_dollar
@@ -88,12 +88,6 @@ def gandiva_state(num_jobs: int, gpus: dict) -> dict:
     return {**state, "cluster_spec": gpus}
 
 
-def combinations(state: dict, allocation: dict) -> list:
-    """The rows that got time: single jobs and pairs."""
-    keys = list(state["ids"]) + list(state["pairs"])
-    return [key for key in keys if max(allocation[key].values()) > 0]
-
-
 def test_gandiva_splits_the_cluster_equally_when_every_job_fits():
     state = gandiva_state(5, {"k80": 8, "p100": 4, "v100": 4})
     allocation = FakeGavelScheduler(get_policy("gandiva", seed=1), state).compute_allocation()
@@ -103,53 +97,6 @@ def test_gandiva_splits_the_cluster_equally_when_every_job_fits():
     np.testing.assert_allclose(as_matrix(allocation, state["ids"]), expected, rtol=1e-12)
     np.testing.assert_allclose(equal_split(c, s), expected, rtol=1e-12)
     assert all(max(allocation[pair].values()) == 0 for pair in state["pairs"])
-
-
-def test_gandiva_pairs_jobs_of_equal_scale_factor_at_random_when_oversubscribed():
-    state = gandiva_state(9, {"k80": 2, "p100": 1, "v100": 1})
-    runs = []
-    for seed in (0, 0, 1, 2, 3):
-        allocation = FakeGavelScheduler(get_policy("gandiva", seed=seed),
-                                        state).compute_allocation()
-        read_back(state, allocation, problem_of(state))
-        rows = combinations(state, allocation)
-        pairs = [key for key in rows if isinstance(key, JobPair)]
-        jobs = [j.n for key in rows for j in key.singletons()]
-        assert sorted(jobs) == list(range(9))  # each job in exactly one combination
-        sizes = {}
-        for job in state["ids"]:  # at most one job of each scale factor is left alone
-            if job in rows:
-                sizes[state["scale_factors"][job]] = sizes.get(state["scale_factors"][job], 0) + 1
-        assert all(n <= 1 for n in sizes.values())
-        c = np.array([state["cluster_spec"][t] for t in TYPES], dtype=float)
-        for key in rows:  # the equal split among the K combinations
-            s = state["scale_factors"][key.singletons()[0]]
-            share = (c / len(rows)) / s
-            np.testing.assert_allclose([allocation[key][t] for t in TYPES],
-                                       share / max(share.sum(), 1.0), rtol=1e-12)
-        runs.append(frozenset((p.a, p.b) for p in pairs))
-    assert runs[0] == runs[1]  # seeded
-    assert len(set(runs)) > 1  # random
-
-
-def test_gandiva_dissolves_a_pair_that_runs_slower_than_time_slicing():
-    state = gandiva_state(4, {"k80": 2, "p100": 1, "v100": 1})  # 4 GPUs: every job fits
-    state["scale_factors"] = dict.fromkeys(state["ids"], 1)
-    T = state["T"]
-    good = {t: [0.9 * T[0, j], 0.9 * T[1, j]] for j, t in enumerate(TYPES)}
-    slow = {t: [0.1 * T[2, j], 0.1 * T[3, j]] for j, t in enumerate(TYPES)}
-    other = {t: [0.5 * 1.0, 0.5] for t in TYPES}
-    state["pairs"] = {JobPair(0, 1): good, JobPair(2, 3): slow,
-                      **{JobPair(a, b): other for a, b in itertools.combinations(range(4), 2)
-                         if (a, b) not in ((0, 1), (2, 3))}}
-    policy = get_policy("gandiva", seed=0)
-    policy._gandiva.partner = {JobId(0): JobId(1), JobId(1): JobId(0),
-                               JobId(2): JobId(3), JobId(3): JobId(2)}
-    policy._gandiva.rng = np.random.default_rng(0)
-    allocation = FakeGavelScheduler(policy, state).compute_allocation()
-    # 3 types x (0.9 + 0.9) = 5.4 >= 1: kept for later rounds; 3 x (0.1 + 0.1) = 0.6: dissolved
-    assert policy._gandiva.partner == {JobId(0): JobId(1), JobId(1): JobId(0)}
-    assert all(max(allocation[pair].values()) == 0 for pair in state["pairs"])  # no packing now
 
 
 def test_allox_starts_the_shortest_jobs_and_keeps_started_jobs_on_their_gpu():

@@ -1,8 +1,11 @@
-"""Speed-blind finish-time fairness through ECOS, as Gavel's scheduler asks for it
-(`get_policy("finish_time_fairness", solver="ECOS")` with the `ecos` package installed): the
+"""Gavel's programs through ECOS, as Gavel's scheduler asks for them (`get_policy(name,
+solver="ECOS")` with the `ecos` package installed). Speed-blind finish-time fairness: the
 answer is optimal for Gavel's program (every GPU type priced at the job's V100 steps/s, also
 types where the job runs at 0 steps/s), checked against a bisection over scipy's linprog
-written out here; without ECOS the name means the default, as before."""
+written out here. The throughput sums: optimal against scipy's linprog. Packed finish-time
+fairness: optimal against the packed program written from its math and solved by Clarabel
+(test_packed_finish_time). An ECOS answer short of the optimum is not returned; without ECOS
+the names mean the default, as before."""
 
 from __future__ import annotations
 
@@ -11,6 +14,11 @@ import pytest
 from scipy.optimize import linprog
 
 import schedopt.gavel as adapter
+from test_gavel_dropin import TYPES as PACKED_TYPES
+from test_gavel_dropin import FakeGavelScheduler, gavel_state, packed_state, problem_of
+from test_packed_finish_time import cvxpy_packed_ftf
+
+SUMS = ["max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf"]
 
 TYPES = ["k80", "p100", "v100"]
 CLUSTER = {"k80": 4, "p100": 3, "v100": 2}
@@ -91,7 +99,104 @@ def test_without_ecos_the_name_means_the_default(monkeypatch):
     assert all(a[m][k] == pytest.approx(b[m][k], abs=1e-9) for m in a for k in TYPES)
 
 
-def test_only_ecos_and_only_finish_time_fairness_take_the_ecos_route():
+def test_only_ecos_and_only_the_ecos_names_take_the_ecos_route():
     assert not adapter.get_policy("finish_time_fairness", solver="SCS")._ecos
     assert not adapter.get_policy("finish_time_fairness")._ecos
+    assert not adapter.get_policy("max_sum_throughput_perf", solver="SCS")._ecos
     assert not adapter.get_policy("max_min_fairness", solver="ECOS")._ecos
+    assert not adapter.get_policy("finish_time_fairness_perf", solver="ECOS")._ecos
+
+
+def sum_optimum(state: dict, name: str) -> tuple[np.ndarray, float]:
+    """(value per cell, the optimum of sum value . X) by scipy's linprog, written out here."""
+    ids = state["ids"]
+    value = np.array(state["T"], float)
+    if name.endswith("_by_cost_perf"):
+        value = value / np.array([state["instance_costs"][t] for t in PACKED_TYPES])
+    s = np.array([state["scale_factors"][j] for j in ids], float)
+    c = np.array([state["cluster_spec"][t] for t in PACKED_TYPES], float)
+    M, J = value.shape
+    A = np.vstack([np.kron(np.eye(M), np.ones(J)), np.kron(s[None, :], np.eye(J))])
+    result = linprog(-value.ravel(), A_ub=A, b_ub=np.concatenate([np.ones(M), c]),
+                     bounds=(0, None), method="highs")
+    return value, -result.fun
+
+
+@pytest.mark.parametrize("name", SUMS)
+@pytest.mark.parametrize("seed", range(3))
+def test_throughput_sums_through_ecos_are_optimal(name, seed):
+    pytest.importorskip("ecos")
+    state = gavel_state(seed, num_jobs=9)
+    policy = adapter.get_policy(name, solver="ECOS")
+    assert policy._ecos
+    allocation = FakeGavelScheduler(policy, state).compute_allocation()
+    X = np.array([[allocation[j][t] for t in PACKED_TYPES] for j in state["ids"]])
+    s = np.array([state["scale_factors"][j] for j in state["ids"]], float)
+    c = np.array([state["cluster_spec"][t] for t in PACKED_TYPES], float)
+    assert X.min() >= 0 and (X.sum(axis=1) <= 1 + 1e-6).all() and (s @ X <= c + 1e-6).all()
+    value, best = sum_optimum(state, name)
+    assert (value * X).sum() == pytest.approx(best, rel=1e-5)
+
+
+def test_an_ecos_answer_short_of_the_optimum_is_not_returned(monkeypatch):
+    pytest.importorskip("ecos")
+    state = gavel_state(0, num_jobs=9)
+    default = FakeGavelScheduler(adapter.get_policy("max_sum_throughput_perf"),
+                                 state).compute_allocation()
+    policy = adapter.get_policy("max_sum_throughput_perf", solver="ECOS")
+    monkeypatch.setattr(adapter, "max_throughput_sum_ecos",
+                        lambda value, s, c: np.full(value.shape, 0.01))
+    allocation = FakeGavelScheduler(policy, state).compute_allocation()
+    assert all(allocation[j][t] == pytest.approx(default[j][t], abs=1e-9)
+               for j in state["ids"] for t in PACKED_TYPES)
+
+
+def packed_ratio(state: dict, allocation: dict, p) -> float:
+    """The largest (t + w R / steps) / D of Gavel's packed allocation, steps counting pairs;
+    checks the base constraints (to 1e-6: ECOS's tolerance)."""
+    ids = state["ids"]
+    X = np.array([[allocation[j][t] for t in PACKED_TYPES] for j in ids])
+    steps, time, gpus = (np.asarray(state["T"]) * X).sum(1), X.sum(1), p.scale_factor @ X
+    for pair, per_type in state["pairs"].items():
+        f = np.array([allocation[pair][t] for t in PACKED_TYPES])
+        assert f.min() >= 0
+        if f.max() > 1e-7:
+            assert p.scale_factor[pair.a] == p.scale_factor[pair.b]
+        steps[pair.a] += f @ [per_type[t][0] for t in PACKED_TYPES]
+        steps[pair.b] += f @ [per_type[t][1] for t in PACKED_TYPES]
+        time[pair.a] += f.sum()
+        time[pair.b] += f.sum()
+        gpus += p.scale_factor[pair.a] * f
+    assert time.max() <= 1 + 1e-6 and np.all(gpus <= p.capacity + 1e-6)
+    c = np.asarray(p.capacity, float)
+    share = np.tile(c / len(ids), (len(ids), 1)) / p.scale_factor[:, None]
+    share /= np.maximum(share.sum(axis=1), 1.0)[:, None]  # Gavel's isolated share
+    R, t, w = p.remaining_steps, p.time_since_arrival, p.weight
+    D = R / (np.asarray(state["T"]) * share).sum(1)  # first call: nothing credited
+    return float(np.max((t + w * R / steps) / D))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_packed_finish_time_fairness_through_ecos_is_optimal(seed):
+    pytest.importorskip("ecos")
+    # every job fits every type (Gavel's program, unlike schedopt's, gives a 2-GPU job time
+    # on a type of 1 GPU)
+    state = {**packed_state(seed), "cluster_spec": {"k80": 3, "p100": 2, "v100": 2}}
+    policy = adapter.get_policy("finish_time_fairness_packed", solver="ECOS")
+    assert policy._ecos
+    allocation = FakeGavelScheduler(policy, state).compute_allocation()
+    assert set(allocation) == set(state["ids"]) | set(state["pairs"])
+    p = problem_of(state)
+    assert packed_ratio(state, allocation, p) == pytest.approx(cvxpy_packed_ftf(p, state),
+                                                               rel=2e-5)
+
+
+def test_without_ecos_the_packed_name_means_the_default(monkeypatch):
+    monkeypatch.setattr(adapter, "ecos_installed", lambda: False)
+    state = packed_state(0)
+    named = adapter.get_policy("finish_time_fairness_packed", solver="ECOS")
+    assert not named._ecos
+    a = FakeGavelScheduler(named, state).compute_allocation()
+    b = FakeGavelScheduler(adapter.get_policy("finish_time_fairness_packed"),
+                           state).compute_allocation()
+    assert all(a[k][t] == pytest.approx(b[k][t], abs=1e-9) for k in a for t in PACKED_TYPES)

@@ -46,11 +46,13 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = 
     return target
 
 
-def write_atomically(path: str | os.PathLike, content: str | bytes | Callable[[Path], None],
+def write_atomically(path: str | os.PathLike,
+                     content: str | bytes | list | Callable[[Path], None],
                      inputs: Iterable[str | os.PathLike] = (), what: str = "output") -> Path:
-    """Write `content` (text, bytes, or a function that writes a file at the Path it is given,
-    e.g. `lambda p: frame.to_csv(p)`) to `path` atomically; returns the path. OutputError (one
-    line) when the target cannot be written; the target is untouched on any failure."""
+    """Write `content` (text, bytes, a list of bytes-like pieces written one after another, or
+    a function that writes a file at the Path it is given, e.g. `lambda p: frame.to_csv(p)`)
+    to `path` atomically; returns the path. OutputError (one line) when the target cannot be
+    written; the target is untouched on any failure."""
     target = check_output(path, inputs, what)
     directory = target.parent if str(target.parent) else Path(".")
     try:
@@ -66,9 +68,11 @@ def write_atomically(path: str | os.PathLike, content: str | bytes | Callable[[P
             with open(temp, "rb+") as handle:
                 os.fsync(handle.fileno())
         else:
-            data = content.encode("utf-8") if isinstance(content, str) else content
+            pieces = content if isinstance(content, list) else \
+                [content.encode("utf-8") if isinstance(content, str) else content]
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                for piece in pieces:
+                    handle.write(piece)
                 handle.flush()
                 os.fsync(handle.fileno())
         if target.exists():

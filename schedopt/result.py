@@ -32,7 +32,7 @@ def _json(value: object) -> bytes:
     return orjson.dumps(value, option=_JSON_OPTIONS)
 
 
-_CHUNK_JOBS = 1 << 16  # jobs written per step: the index arrays stay small and in cache
+_CHUNK_JOBS = 1 << 14  # jobs written per step: the index arrays (~8 MB) stay in cache
 
 
 def _gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray,
@@ -210,8 +210,13 @@ class Result:
         """`to_dict()` as compact JSON text (UTF-8), written with orjson; the allocation and
         effective throughput go from arrays to text without a Python object per job (1,000,000
         jobs x 3 types: benchmarks/README.md, "End to end")."""
+        return b"".join(self.json_parts())
+
+    def json_parts(self) -> list:
+        """`to_json()` as consecutive pieces (bytes and uint8 arrays) to write one after
+        another, which spares a copy of a large document."""
         if self.X is None or any(key in self.details for key in _BASE_KEYS):  # e.g. given rates
-            return _json(self.to_dict())
+            return [_json(self.to_dict())]
         head, tail = self._head(), self._tail()
         keys = _key_spans(self.job_ids)
         parts = [_json(head)[:-1], b',"allocation":', _keyed(keys, self.X, self.gpu_types),
@@ -220,4 +225,4 @@ class Result:
             parts += [b",", _json(tail)[1:]]
         else:
             parts.append(b"}")
-        return b"".join(parts)
+        return parts

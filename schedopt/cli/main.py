@@ -15,6 +15,7 @@ from schedopt.backends import BACKEND_NAMES
 from schedopt.cli import render
 from schedopt.cli import interrupts
 from schedopt.cli.errors import EXIT_USER_ERROR, OneLineErrors, fail
+from schedopt.cli.startup import import_scipy_sparse
 from schedopt.instance import load_instance, validate_file
 from schedopt.backends import SolveOptions
 from schedopt.backends.session import Solver
@@ -116,6 +117,7 @@ def main():
 def solve(file, policy, solver, time_limit, threads, policy_options, as_json, output, export_mps,
           max_rows, verbose, partitions, executor, partition_method, partition_seed, exact_gap):
     """Solve the instance FILE with a policy and print the allocation."""
+    import_scipy_sparse()  # every built-in policy's solve needs it; this way ~0.05 s sooner
     chosen, fixed = resolve(policy)
     for target, what in ((output, "result document"), (export_mps, "MPS file")):
         if target is not None:  # before any work: a bad target or an input is one line
@@ -136,12 +138,16 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
             fail(f"policy {chosen.name} solves no LP, so there is nothing to export")
         from schedopt.backends.mps import write_mps
         write_mps(program, export_mps)
-    document = result.to_json() + b"\n" if output is not None or as_json else b""
+    # The document's pieces are written as they are: a large one is never joined or copied.
+    document = [*result.json_parts(), b"\n"] if output is not None or as_json else []
     if output is not None:
         write_atomically(output, document, inputs=[file], what="result document")
         interrupts.progress(f"wrote {output}")
     if as_json:
-        click.echo(document, nl=False)  # bytes go to the binary stream as they are
+        stdout = click.get_binary_stream("stdout")
+        for piece in document:
+            stdout.write(piece)
+        stdout.flush()
     else:
         click.echo(render.summary(result, chosen.objective_doc))
         click.echo()

@@ -12,7 +12,6 @@ one name imports only its family's modules; listing every name (`registered`) im
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import inspect
 import os
 import sys
@@ -156,6 +155,8 @@ def _load_plugins() -> None:
     if _loaded["plugins"]:
         return
     _loaded["plugins"] = True
+    import importlib.metadata  # ~0.03 s, on the first lookup only
+
     for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded = point.load()

@@ -10,8 +10,6 @@ import json
 import os
 from pathlib import Path
 
-import yaml
-
 from schedopt.files import write_atomically
 from schedopt.errors import InstanceError, Problem
 from schedopt.instance.model import FORMAT, Instance, Job, ParameterServerSpec, TaskDemand
@@ -108,6 +106,8 @@ def write_document(doc: dict, path: str | os.PathLike, indent: int = 2) -> None:
     if suffix == ".json":
         text = json.dumps(doc, indent=indent, allow_nan=False) + "\n"
     elif suffix in (".yaml", ".yml"):
+        import yaml  # only for YAML files: reading or writing JSON need not load it
+
         text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     else:
         message = f"unknown suffix {suffix!r}; expected .json, .yaml or .yml"

@@ -48,8 +48,9 @@ import numpy as np
 from schedopt.api import solve
 from schedopt.backends.base import LinearProgram, SolutionStatus
 from schedopt.backends.cvxpy import ecos_installed, min_max_finish_time_ratio_ecos
-from schedopt.backends.gavel_programs import (max_throughput_sum_ecos,
-                                              min_max_finish_time_ratio_packed_ecos)
+from schedopt.backends.gavel_programs import (glpk_mi_installed, max_throughput_sum_ecos,
+                                              min_max_finish_time_ratio_packed_ecos,
+                                              water_filling_ecos_glpk)
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.errors import PolicyError
@@ -169,7 +170,8 @@ ECOS_RATIO_SLACK = 1e-5
 # answer to Gavel's own program (`schedopt.backends.gavel_programs`; kept only within
 # ECOS_RATIO_SLACK of schedopt's optimum, else the answer without ECOS).
 ECOS_ROUTE = frozenset({"finish_time_fairness", "finish_time_fairness_packed",
-                        "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf"})
+                        "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf",
+                        "max_min_fairness_water_filling"})
 # Relative slack on the optimum inside which the center is taken: the answer's largest
 # finish-time ratio is below the optimum times (1 + CENTER_SLACK).
 CENTER_SLACK = 1e-6
@@ -647,7 +649,8 @@ class GavelPolicy:
         self._intended_fifo = name == "fifo" and bool(self.options.pop("intended", False))
         self._alpha = float(self.options.pop("alpha", 1.0))  # allox: share of waiting jobs
         self._ecos = (name in ECOS_ROUTE and gavel_solver == "ECOS" and solver is None
-                      and ecos_installed())
+                      and ecos_installed() and ("water_filling" not in name
+                                                or glpk_mi_installed()))
 
     def __repr__(self) -> str:
         return f"GavelPolicy({self.gavel_name!r}, name={self.name!r})"
@@ -709,6 +712,9 @@ class GavelPolicy:
         ecos_point = None
         if self._ecos and self.gavel_name == "finish_time_fairness":
             ecos_point = self._ecos_ftf(job_ids, problem, X)
+        elif self._ecos and self.gavel_name == "max_min_fairness_water_filling":
+            if policy == f"gavel:{self.gavel_name}":  # flat over jobs, as Gavel's without entities
+                ecos_point = self._ecos_water_filling(problem, X)
         elif self._ecos:
             ecos_point = self._ecos_throughput_sum(throughputs, job_ids, problem, X)
         if ecos_point is not None:
@@ -823,6 +829,27 @@ class GavelPolicy:
             return None
         best, got = float((value * X).sum()), float((value * Y).sum())
         return Y if got >= best * (1 - ECOS_RATIO_SLACK) else None
+
+    @staticmethod
+    def _ecos_water_filling(problem: ThroughputProblem, X: np.ndarray) -> np.ndarray | None:
+        """Speed-blind water filling as Gavel's ECOS and GLPK_MI solves answer it
+        (`water_filling_ecos_glpk` on Gavel's view: steps/s 1 on every type); None when it
+        returns nothing or its lowest weighted level, s_m / w_m x (time_m / time^prop_m),
+        is below X's by more than ECOS_RATIO_SLACK (relative)."""
+        ones = np.ones(problem.throughput.shape)
+        Y = water_filling_ecos_glpk(ones, problem.scale_factor, problem.weight,
+                                    problem.capacity)
+        if Y is None or np.any(problem.scale_factor @ Y > problem.capacity + 1e-6):
+            return None
+        share = np.tile(problem.capacity / len(X), (len(X), 1))
+        proportional = (share / share.sum(axis=1).max()).sum(axis=1)
+        active = problem.weight > 0
+        unit = problem.scale_factor[active] / problem.weight[active] / proportional[active]
+
+        def lowest(Z):
+            return float(np.min(unit * Z[active].sum(axis=1), initial=np.inf))
+
+        return Y if lowest(Y) >= lowest(X) * (1 - ECOS_RATIO_SLACK) else None
 
     @staticmethod
     def _ecos_ftf_packed(throughputs: dict, job_ids: list, problem: ThroughputProblem,

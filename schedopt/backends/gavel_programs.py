@@ -73,3 +73,91 @@ def min_max_finish_time_ratio_packed_ecos(rates: np.ndarray, combinations: list,
                    cp.vstack([cp.sum(x[rows]) for rows in combinations]) <= 1]
     constraints += [x[k, j] == 0 for k, j in zip(*np.nonzero(S == 0))]
     return _solve_ecos(cp, cp.Problem(objective, constraints), x)
+
+
+def glpk_mi_installed() -> bool:
+    """Whether cvxpy can call GLPK_MI (the package `cvxopt`), without importing either."""
+    import importlib.util
+    return all(importlib.util.find_spec(name) is not None for name in ("cvxpy", "cvxopt"))
+
+
+def water_filling_ecos_glpk(throughput: np.ndarray, scale_factor: np.ndarray,
+                            weight: np.ndarray, capacity: np.ndarray) -> np.ndarray | None:
+    """Time fractions X (M, J) of Gavel's water filling, iterated as Gavel iterates it: an LP
+    (ECOS) raises the lowest weighted level s_m / w_m (thr_m(X) / thr^prop_m - so_far_m) of
+    the jobs not yet fixed, every level kept at least where it was; a MILP (GLPK_MI) then
+    finds the jobs whose level can still rise (by a relative 1e-4 and an absolute 1e-5), and
+    the others are fixed at their level; until no job is fixed or all are. X is the last
+    LP's point; None when the first LP returns none.
+
+    throughput: steps/s (M, J) (all 1 for Gavel's speed-blind policy, every type included);
+    thr^prop_m: job m's steps/s under Gavel's proportional share (c_j / M of every type, all
+    rows scaled by the largest row sum); scale_factor: GPUs (M,); weight: priority (M,),
+    0 leaves a job out; capacity: GPUs (J,)."""
+    import cvxpy as cp
+
+    M, J = throughput.shape
+    share = np.tile(np.asarray(capacity, float) / M, (M, 1))
+    share = share / share.sum(axis=1).max()
+    proportional = (throughput * share).sum(axis=1)
+    S = np.repeat(np.asarray(scale_factor, float)[:, None], J, axis=1)
+    big = np.max(throughput * (1.0 / proportional)[:, None] * S)
+
+    def base(x):
+        return [x >= 0, cp.sum(cp.multiply(S, x), axis=0) <= list(capacity),
+                cp.sum(x, axis=1) <= 1]
+
+    def level(x):
+        return cp.multiply(cp.sum(cp.multiply(throughput, x), axis=1), 1.0 / proportional)
+
+    x, so_far, lower = cp.Variable((M, J)), cp.Parameter(M), cp.Parameter(M)
+    factor, offset = cp.Parameter(M), cp.Parameter(M)
+    lp = cp.Problem(cp.Maximize(cp.min(cp.multiply(level(x) - so_far, factor) + offset)),
+                    base(x) + [level(x) >= lower])
+    y, z = cp.Variable((M, J)), cp.Variable(M, boolean=True)
+    so_far_mi, lower_mi, fixed = cp.Parameter(M), cp.Parameter(M), cp.Parameter(M)
+    slack, epsilon = 1.0001, 1e-5
+    milp = cp.Problem(cp.Maximize(cp.sum(z)), base(y) + [
+        big * z >= level(y) - so_far_mi * slack + epsilon,
+        big * (1 - z) >= so_far_mi * slack - level(y),
+        level(y) >= lower_mi, cp.multiply(fixed, z) == 0])
+
+    inverse = np.array([1.0 / w if w > 0 else 0.0 for w in weight])
+    final: dict[int, float] = {}
+    levels, answer = np.zeros(M), None
+    while True:
+        free = np.array([m not in final for m in range(M)])
+        rising = free & (inverse > 0)
+        factor.value = np.where(rising, inverse * S[:, 0], 0.0)
+        offset.value = np.where(rising, 0.0, big)
+        so_far.value = levels
+        floor = np.array([final.get(m, levels[m]) for m in range(M)])
+        lower.value = floor
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            try:
+                lp.solve(solver="ECOS")
+                found = x.value
+            except cp.error.SolverError:
+                found = None
+            if found is None:
+                break
+            answer = found.copy()
+            levels = levels + np.where(rising, 1.0 / np.where(rising, factor.value, 1.0), 0.0) \
+                * lp.value
+            so_far_mi.value = levels
+            lower_mi.value = np.array([final.get(m, levels[m]) for m in range(M)])
+            fixed.value = np.where(free & (inverse > 0), 0.0, 1.0)
+            try:
+                milp.solve(solver="GLPK_MI")
+                up = z.value if milp.status == "optimal" else None
+            except cp.error.SolverError:
+                up = None
+        up = np.zeros(M) if up is None else up
+        before = len(final)
+        for m in range(M):
+            if free[m] and not up[m] and inverse[m] > 0:
+                final[m] = levels[m]
+        if len(final) == before or len(final) == M:
+            break
+    return None if answer is None else np.clip(answer, 0.0, 1.0)

@@ -1,4 +1,6 @@
-"""`schedopt solve` imports scipy.sparse without numpy.f2py, and leaves numpy.f2py importable."""
+"""`schedopt solve` imports scipy.sparse without numpy.f2py, and leaves numpy.f2py importable;
+the console script ends without tearing down its modules, after the atexit handlers ran and
+the output was flushed."""
 
 from __future__ import annotations
 
@@ -33,10 +35,42 @@ def test_solve_command_does_not_import_f2py():
     root = Path(__file__).resolve().parents[1]
     tiny = root / "instances" / "tiny.json"
     code = ("import sys\nsys.argv = ['schedopt', 'solve', sys.argv[1], '--json']\n"
-            "from schedopt.cli.entry import run\n"
+            "from schedopt.cli.entry import run\nfrom schedopt.cli import interrupts\n"
+            "interrupts.end_process = lambda code: None\n"  # so that the checks below run
             "try:\n    run()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
             "assert 'numpy.f2py' not in sys.modules and 'yaml' not in sys.modules\n")
     run = subprocess.run([sys.executable, "-c", code, str(tiny)], capture_output=True, text=True,
                          cwd=root)
     assert run.returncode == 0, run.stderr
     assert '"status":"optimal"' in run.stdout
+
+
+POLICY_WITH_ATEXIT = """
+import atexit
+from pathlib import Path
+from schedopt.core.registry import resolve
+
+atexit.register(lambda: Path("atexit-ran").write_text("yes"))
+POLICY = resolve("max_min_fairness")[0]
+"""
+
+
+def test_console_script_runs_atexit_handlers_and_flushes_before_it_ends(tmp_path):
+    import json
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "policy_with_atexit.py").write_text(POLICY_WITH_ATEXIT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tmp_path)])}
+    run = subprocess.run([sys.executable, "-m", "schedopt.cli", "solve",
+                          str(root / "instances" / "tiny.json"), "--json",
+                          "--policy", "policy_with_atexit:POLICY"],
+                         capture_output=True, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["status"] == "optimal"  # the whole document, flushed
+    assert (tmp_path / "atexit-ran").read_text() == "yes"
+    missing = subprocess.run([sys.executable, "-m", "schedopt.cli", "solve",
+                              str(tmp_path / "missing.json")], capture_output=True, text=True,
+                             cwd=tmp_path, env=env)
+    assert missing.returncode == 2 and missing.stderr.strip().count("\n") == 0, missing.stderr

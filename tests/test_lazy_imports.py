@@ -20,7 +20,9 @@ NEVER = ("pandas", "jsonschema", "schedopt.simulation", "schedopt.cli.simulate",
 
 def _loaded_by(*argv: str) -> tuple[int, set[str]]:
     """(exit code, modules loaded) of `schedopt ARGV...` in a fresh interpreter."""
-    probe = ("import sys\nfrom schedopt.cli.entry import run\n"
+    probe = ("import sys\nfrom schedopt.cli.entry import run\nfrom schedopt.cli import interrupts\n"
+             "interrupts.end_process = lambda code: None\n"  # the probe reads sys.modules after
+
              f"sys.argv = ['schedopt', *{list(argv)!r}]\ncode = 0\n"
              "try:\n    run()\nexcept SystemExit as e:\n    code = e.code or 0\n"
              "sys.stderr.write('\\n' + repr((code, sorted(sys.modules))))")

@@ -1,7 +1,8 @@
 """The `schedopt` console script. Signal handling is installed before the command's modules are
 imported, so Ctrl-C or SIGTERM at any moment after start-up ends with exit code 130 or 143 and
 one line, never a traceback; once the command is done, late signals are ignored, so the
-interpreter's shutdown cannot be killed half-way either."""
+interpreter's shutdown cannot be killed half-way either, and the process ends without tearing
+down its modules (`interrupts.end_process`)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def run() -> None:
             if cause is None:
                 raise
             interrupts.exit_interrupted(cause)
-    except SystemExit:
+    except SystemExit as exc:
         interrupts.end_process_if_interrupted()
+        interrupts.end_process(exc.code)
         raise
 
 

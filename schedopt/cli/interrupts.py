@@ -4,9 +4,11 @@ either the old file or the new one. Long commands note their progress with `prog
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
+import threading
 
 import click
 
@@ -78,3 +80,27 @@ def end_process_if_interrupted() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_exit_code[0])
+
+
+def end_process(code: object) -> None:
+    """In the console script, once the command has ended with exit status `code` (None, or an
+    int): run the atexit handlers, flush stdout and stderr, and end the process at once,
+    without the interpreter's teardown of every imported module (~0.1 CPU s after a solve,
+    numpy and scipy among its ~500 modules). Returns, leaving the usual shutdown to report as
+    before, when the code is a message, another thread still runs, or a stream cannot be
+    flushed (e.g. a closed pipe)."""
+    if code is not None and not isinstance(code, int) or threading.active_count() > 1:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        atexit._clear()  # already run; the shutdown reports the stream as it always did
+        return
+    os._exit(int(code or 0) & 0xFF)

@@ -361,6 +361,19 @@ def gavel_feasible_point(problem: ThroughputProblem, makespan: float) -> np.ndar
     return X
 
 
+def gavel_isolated_throughput(problem: ThroughputProblem) -> np.ndarray:
+    """(M,) steps/s of each job under Gavel's isolated share, in the order of Gavel's float
+    operations (c_j / M of every type, divided by s_m, each row scaled to sum to at most 1,
+    then sum_j T x): `isolated_throughput` to the last bit, so the ECOS route hands ECOS the
+    data Gavel's does (a last-bit difference moves ECOS's answer by about 1e-7, which Gavel's
+    simulator amplifies)."""
+    M = problem.num_jobs
+    x = np.array([[c / M for c in problem.capacity] for _ in range(M)])
+    x = x / problem.scale_factor[:, None]
+    x = x / np.maximum(np.sum(x, axis=1), 1.0)[:, None]
+    return np.sum(np.multiply(problem.throughput, x), axis=1)
+
+
 def level_weights(problem: ThroughputProblem, need: np.ndarray) -> np.ndarray:
     """(M,) weights under which water filling's level of job m, s_m steps_m / (w_m thr^eq_m),
     is steps_m / need_m (need in steps/s; a job that needs nothing keeps weight 1)."""
@@ -772,7 +785,7 @@ class GavelPolicy:
         if ecos_answer is None and self.gavel_name in FTF_LEXIMIN | MAKESPAN_LEXIMIN:
             decision = self._leximin_packed(problem, table, outcome)
         if ftf and remaining:
-            iso = isolated_throughput(problem)
+            iso = (gavel_isolated_throughput if self._ecos else isolated_throughput)(problem)
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
         if ecos_answer is not None:
             return ecos_answer
@@ -882,8 +895,8 @@ class GavelPolicy:
                                else throughputs[key][t] for t in types]
         for m in range(M):
             rates[m] /= float(problem.weight[m])
-        isolated = isolated_finish(problem)
         remaining = np.nan_to_num(problem.remaining_steps)
+        isolated = problem.isolated_time + remaining / gavel_isolated_throughput(problem)
         if not np.all(np.isfinite(isolated) & (isolated > 0)):
             return None
         Y = min_max_finish_time_ratio_packed_ecos(

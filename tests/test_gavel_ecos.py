@@ -250,3 +250,14 @@ def test_speed_blind_water_filling_through_ecos_and_glpk_is_the_leximin_allocati
 def test_without_glpk_mi_water_filling_takes_no_ecos_route(monkeypatch):
     monkeypatch.setattr(adapter, "glpk_mi_installed", lambda: False)
     assert not adapter.get_policy("max_min_fairness_water_filling", solver="ECOS")._ecos
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gavels_isolated_throughput_is_schedopts_to_the_last_bits(seed):
+    p = problem_of(gavel_state(seed, num_jobs=7))
+    np.testing.assert_allclose(adapter.gavel_isolated_throughput(p),
+                               adapter.isolated_throughput(p), rtol=1e-14)
+    # by hand for job 0: c_j / (M s_0) of each type, the row scaled to sum to at most 1
+    share = np.asarray(p.capacity, float) / (p.num_jobs * p.scale_factor[0])
+    assert adapter.gavel_isolated_throughput(p)[0] == pytest.approx(
+        p.throughput[0] @ share / max(share.sum(), 1.0), rel=1e-14)

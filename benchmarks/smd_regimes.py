@@ -4,6 +4,7 @@
     python benchmarks/smd_regimes.py --per-regime 8 --exact-limit 60
     python benchmarks/smd_regimes.py --first 8 --per-regime 8 --verbose > more.log   # more
     python benchmarks/smd_regimes.py --summarize first.log more.log --exact-limit 60  # one table
+    python benchmarks/smd_regimes.py --timing-only                       # smd at 60 jobs only
 
 Instances are drawn at run time (nothing is read from disk):
 `parameter_server_document(jobs, machines, seed, regime=R)` for R in loose, nic, cpu, memory,
@@ -151,6 +152,7 @@ def main() -> None:
     parser.add_argument("--summarize", nargs="+", metavar="LOG",
                         help="print the table of the instance lines of earlier --verbose runs")
     parser.add_argument("--no-timing", action="store_true", help="leave out smd at 60 jobs")
+    parser.add_argument("--timing-only", action="store_true", help="only smd at 60 jobs")
     args = parser.parse_args()
     rows: dict[str, list[dict]] = {}
     if args.summarize:
@@ -162,13 +164,14 @@ def main() -> None:
                         rows.setdefault(found.pop("regime"), []).append(found)
         table(rows, args.exact_limit)
         return
-    for regime in args.regimes.split(","):
+    for regime in args.regimes.split(",") if not args.timing_only else ():
         for index in range(args.first, args.first + args.per_regime):
             r = row(draw(regime, index), args.exact_limit)
             rows.setdefault(regime, []).append(r)
             if args.verbose:
                 print(json.dumps({"regime": regime, "index": index, **r}), flush=True)
-    table(rows, args.exact_limit)
+    if rows:
+        table(rows, args.exact_limit)
     if args.no_timing:
         return
     # smd at 60 jobs

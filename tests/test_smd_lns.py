@@ -14,7 +14,8 @@ from schedopt.api import solve
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.exact import smd_exact
 from schedopt.policies.smd.model import Placement, SmdProblem
-from schedopt.policies.smd.neighbourhood import improve
+from schedopt.policies.smd.bound import relaxation
+from schedopt.policies.smd.neighbourhood import _guided, improve
 from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.packing import _search, minimal_packing
 from schedopt.policies.smd.repair import place
@@ -64,17 +65,51 @@ def test_one_step_on_two_machines_reaches_brute_force_from_one_worker_and_ps_per
                               > expected * (1 + 1e-9))
 
 
+def _lp_guide(problem: SmdProblem) -> tuple[np.ndarray, np.ndarray]:
+    program = exact_program(problem, problem.configurations(), symmetry=False)
+    _, values = relaxation(program)
+    return (values[program.x.columns].reshape(program.x.shape),
+            values[program.y.columns].reshape(program.y.shape))
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(regime_instances(max_jobs=12, max_machines=5), st.integers(0, 100))
-def test_lns_is_feasible_never_worse_than_its_start_nor_better_than_the_optimum(instance, seed):
+@given(regime_instances(max_jobs=12, max_machines=5), st.integers(0, 100), st.booleans())
+def test_lns_is_feasible_never_worse_than_its_start_nor_better_than_the_optimum(instance, seed,
+                                                                               guided):
     problem = SmdProblem.from_instance(instance)
     start = smd(problem, place_limit=0, search_steps=0, beyond=False)
-    placed, stats = improve(problem, start.placement, steps=5, seed=seed)
+    guide = _lp_guide(problem) if guided else None
+    placed, stats = improve(problem, start.placement, steps=6, seed=seed, guide=guide)
     exact = smd_exact(problem, warm_start=False)
     assert placed.violations(problem) == []
     assert _objective(problem, placed) <= start.objective * (1 + 1e-12)
     assert _objective(problem, placed) >= exact.objective * (1 - 1e-9)
     assert stats["improved"] <= stats["steps"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 8), st.integers(1, 6), st.integers(0, 2**32 - 1), st.integers(1, 5))
+def test_guided_steps_free_the_job_placed_unlike_the_lp_and_its_neighbours(n, H, pick, max_jobs):
+    # the guide equals the placement except for one job d: d is the only job a guided step can
+    # draw first, so every step frees d and otherwise only jobs sharing a machine where d is
+    # now or where the guide puts it (checked job by job, not through the sampler)
+    rng = np.random.default_rng(pick)
+    X, Y = rng.integers(0, 3, size=(2, n, H))
+    d = int(rng.integers(n))
+    gx, gy = X.astype(float), Y.astype(float)
+    gx[d], gy[d] = rng.uniform(0, 2, size=(2, H))
+    assume = np.abs(X[d] - gx[d]).sum() + np.abs(Y[d] - gy[d]).sum() > 0
+    near = (X[d] + Y[d] > 0) | (gx[d] + gy[d] > 0.5)
+    for seed in range(5):
+        jobs = _guided(X, Y, (gx, gy), np.random.default_rng(seed), max_jobs)
+        if not assume:
+            assert jobs.size == 0
+            continue
+        assert d in jobs and jobs.size <= max_jobs and np.unique(jobs).size == jobs.size
+        for j in jobs.tolist():
+            assert j == d or ((X[j] + Y[j] > 0) & near).any()
+    same = _guided(X, Y, (X.astype(float), Y.astype(float)), np.random.default_rng(0), max_jobs)
+    assert same.size == 0
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -343,8 +343,10 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     result = pack
     if lns_steps and problem.num_jobs and beyond:
         left = time_limit - (time.process_time() - cpu)
+        guide = None if lp is None else (lp[program.x.columns].reshape(program.x.shape),
+                                         lp[program.y.columns].reshape(program.y.shape))
         result, details["lns"] = improve(problem, Placement(pack.workers, pack.ps), lns_steps,
-                                         seed, time_limit=left, target=bound)
+                                         seed, time_limit=left, target=bound, guide=guide)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
     details["bounds"] = bounds
     out = solution(problem, result, "smd", clock, bound=bound, details=details)

@@ -9,8 +9,15 @@ freed jobs alone (`SmdProblem.restrict`) on the machines they were on plus EXTRA
 ones with room for one of their tasks. Its MILP (`schedopt.policies.smd.milp`, the rows of
 smd_exact) goes to CP-SAT with the freed jobs' current placement as a hint, one thread, at most
 `step_limit` seconds; its answer replaces that placement when their sum of completion times
-falls, so the incumbent never gets worse. Half of the steps include a machine with a free GPU
-(a GPU nobody can use is what a tighter packing turns into workers).
+falls, so the incumbent never gets worse. Half of these steps include a machine with a free
+GPU (a GPU nobody can use is what a tighter packing turns into workers).
+
+Given the LP relaxation's placement (`guide`), every second step is guided by it instead: the
+first freed job is drawn with probability proportional to how far its placement lies from the
+LP's (summed over machines, |tasks - LP tasks|), the others are jobs with tasks on one or two of
+the machines where it or the LP has it. Where the LP puts a job is a hint of where a tighter
+packing needs it; at equal steps these steps lower the objective more than the random ones
+(docs/smd.md).
 
 CP-SAT is the `ortools` extra; without it the search does nothing (`skipped`). Measured at
 26-60 jobs: a step's sub-problem has 5 jobs x (configurations + 2 x machines) columns, about
@@ -50,21 +57,41 @@ def _neighbourhood(problem: SmdProblem, X: np.ndarray, Y: np.ndarray, left: np.n
     return jobs
 
 
+def _guided(X: np.ndarray, Y: np.ndarray, guide: tuple[np.ndarray, np.ndarray],
+            rng: np.random.Generator, max_jobs: int) -> np.ndarray:
+    """Indices of the jobs a guided step frees: one job drawn with probability proportional to
+    how far its placement lies from the LP relaxation's (sum over machines of |tasks - LP
+    tasks|), then the jobs with tasks on 1-2 of the machines where it or the LP has it."""
+    gx, gy = guide
+    far = np.abs(X - gx).sum(axis=1) + np.abs(Y - gy).sum(axis=1)
+    if not far.sum() > 0:
+        return np.zeros(0, dtype=np.int64)
+    i = int(rng.choice(far.size, p=far / far.sum()))
+    near = np.flatnonzero((X[i] + Y[i] > 0) | (gx[i] + gy[i] > 0.5))
+    machines = rng.choice(near, size=min(near.size, int(rng.integers(1, 3))), replace=False)
+    others = np.setdiff1d(np.flatnonzero((X[:, machines] + Y[:, machines]).sum(axis=1) > 0), [i])
+    others = rng.permutation(others)[: max_jobs - 1]
+    return np.sort(np.concatenate([[i], others]).astype(np.int64))
+
+
 def improve(problem: SmdProblem, placement: Placement, steps: int, seed: int = 0,
             max_jobs: int = MAX_JOBS, step_limit: float = STEP_LIMIT,
-            time_limit: float = np.inf, target: float = -np.inf) -> tuple[Placement, dict]:
+            time_limit: float = np.inf, target: float = -np.inf,
+            guide: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Placement, dict]:
     """The search of the module docstring from `placement`: `steps` steps, fewer when
     `time_limit` seconds of CPU time pass first or once the objective is within 1e-9 of
     `target` (a lower bound). With one thread and every step solved within `step_limit`, a
     fixed seed gives the same answer on every run (CP-SAT's time limit is wall-clock: on a
     heavily loaded machine a step may stop early and the answer differ). Returns the best
     placement and statistics: steps, improved (steps that lowered the objective), solved
-    (steps CP-SAT solved to optimality), seconds (wall), and `skipped` ("no solver") when
-    CP-SAT is missing."""
+    (steps CP-SAT solved to optimality), seconds (wall), trace ((CPU seconds since the start,
+    objective in seconds) as each step begins, and at the end), and `skipped` ("no solver") when
+    CP-SAT is missing. guide: the LP relaxation's (workers, PSs) per job and machine (n, H),
+    fractional; None leaves the guided steps out."""
     clock, cpu = time.perf_counter(), time.process_time()
     X, Y = placement.workers.copy(), placement.ps.copy()
     n = X.shape[0]
-    stats = {"steps": 0, "improved": 0, "solved": 0, "seconds": 0.0}
+    stats = {"steps": 0, "improved": 0, "solved": 0, "seconds": 0.0, "trace": []}
     if n == 0 or steps <= 0:
         return placement, stats
     rng = np.random.default_rng(seed)
@@ -72,9 +99,13 @@ def improve(problem: SmdProblem, placement: Placement, steps: int, seed: int = 0
     finite = np.isfinite(problem.capacity)
     while stats["steps"] < steps and time.process_time() - cpu < time_limit \
             and times.sum() > target * (1 + 1e-9):
+        stats["trace"].append((time.process_time() - cpu, float(times.sum())))
         left = np.where(finite, problem.capacity - problem.usage(X, Y), np.inf)
-        jobs = _neighbourhood(problem, X, Y, left, rng, max_jobs)
         stats["steps"] += 1
+        if guide is not None and stats["steps"] % 2 == 0:
+            jobs = _guided(X, Y, guide, rng, max_jobs)
+        else:
+            jobs = _neighbourhood(problem, X, Y, left, rng, max_jobs)
         if jobs.size == 0:
             continue
         kept = np.ones(n, dtype=bool)
@@ -110,5 +141,6 @@ def improve(problem: SmdProblem, placement: Placement, steps: int, seed: int = 0
             X[np.ix_(jobs, hosts)], Y[np.ix_(jobs, hosts)] = sx, sy
             times[jobs] = new
             stats["improved"] += 1
+    stats["trace"].append((time.process_time() - cpu, float(times.sum())))
     stats["seconds"] = time.perf_counter() - clock
     return Placement(X, Y), stats

@@ -13,6 +13,8 @@ Defaults are Gavel's physical-cluster set-up: 8 V100 + 16 P100 + 24 K80 GPUs, 4/
 Gavel's side needs cvxpy's ECOS (package ecos) and, for its water filling, GLPK_MI (package
 cvxopt): without GLPK_MI, Gavel's water filling catches the solver error of its bottleneck
 search and returns the answer of its first LP, its max-min fairness; the script says so.
+With the same packages importable, schedopt's side solves Gavel's own programs through ECOS
+where their optima are many (docs/gavel-adapter.md, "Gavel's programs through ECOS").
 """
 
 from __future__ import annotations

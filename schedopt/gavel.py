@@ -869,10 +869,11 @@ class GavelPolicy:
                          optimum: float) -> dict | None:
         """Packed finish-time fairness as Gavel's ECOS solve answers it
         (`min_max_finish_time_ratio_packed_ecos` over Gavel's keys: single jobs, then
-        offered pairs, each sorted; steps/s in float32 divided by the priority weight, as Gavel's table
-        holds them): Gavel's result dict, or None when ECOS returns nothing, some job has no
-        isolated finish time, or the answer's largest ratio is above `optimum` (schedopt's)
-        by more than ECOS_RATIO_SLACK."""
+        offered pairs, each sorted; steps/s in float32 divided by the priority weight, as
+        Gavel's table holds them; isolated steps/s as Gavel computes them,
+        `gavel_isolated_throughput`): Gavel's result dict, or None when ECOS returns nothing,
+        some job has no isolated finish time, or the answer's largest ratio is above `optimum`
+        (schedopt's) by more than ECOS_RATIO_SLACK."""
         pairs = [key for key in throughputs if _is_pair(key)]
         try:  # Gavel's order: single jobs, then pairs (sorted, where the keys sort)
             pairs.sort()
@@ -954,7 +955,8 @@ class GavelPolicy:
     def _allox(self, throughputs: dict, scale_factors, times_since_start, num_steps_remaining,
                cluster_spec) -> dict:
         """Gavel's AlloX: a job keeps the GPU it started on until it finishes; the other jobs
-        (with alpha < 1, only the max(alpha m, free GPUs) that have waited longest) are matched to the free GPUs minimizing their total completion time
+        (with alpha < 1, only the max(alpha m, free GPUs) that have waited longest) are
+        matched to the free GPUs minimizing their total completion time
         (`allox.matching.allox_schedule`: processing time = steps left / steps/s on the GPU's
         type, arrival = now - times_since_start) and each free GPU starts the first job of its
         queue."""
@@ -1072,13 +1074,14 @@ def get_policy(name: str, solver: str | None = None, seed: int | None = None,
     `utils.get_policy`. solver: a schedopt backend name, or None for the policy's default;
     Gavel's cvxpy solver names (ECOS, SCS, GUROBI, ...: upper case) also mean the default, since
     Gavel's scripts always pass one, with one exception: with "ECOS" (Gavel's default) and the
-    `ecos` package installed, speed-blind `finish_time_fairness` solves Gavel's program with
-    ECOS through cvxpy, which returns the optimal allocation Gavel's own object returns
-    (`min_max_finish_time_ratio_ecos`; without ECOS: the LP's centered optimum). seed: the
-    random pairing of `gandiva` and the draws of base-mode `fifo` (None: 0; the other policies are deterministic and exact);
-    `get_policy("fifo", intended=True)` gives the FIFO Gavel's base mode intends (each job a
-    random type with room, seeded by the call count) instead of what its code does;
-    priority_reweighting_policies is accepted and unused."""
+    `ecos` package installed (for water filling also `cvxopt`: GLPK_MI), the names in
+    ECOS_ROUTE solve Gavel's own programs with ECOS through cvxpy, which return the optimal
+    allocation Gavel's own object returns (`schedopt.backends.gavel_programs`; without the
+    packages: the answers described in docs/gavel-adapter.md). seed: the random draws of
+    `gandiva` and of base-mode `fifo`, as Gavel's (None: 0; the other policies are
+    deterministic); `get_policy("fifo", intended=True)` gives the FIFO Gavel's base mode
+    intends (each job a random type with room, seeded by the call count) instead of what its
+    code does; priority_reweighting_policies is accepted and unused."""
     gavel_solver = None
     if solver is not None and solver.isupper():
         gavel_solver, solver = solver, None

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from schedopt.perf import PerformanceModel, complete, hide_units, model_from_arrays
-from schedopt.perf.predict import PAIR_MEMBERS, predict
+from scipy.stats import halfnorm
+
+from schedopt.perf.predict import (CALIBRATION_QUANTILE, ERROR_FLOOR, PAIR_MEMBERS, _calibrated_sd,
+                                   predict)
 from schedopt.perf.side import GroupRidge, job_type_info, relative_ratios
 from schedopt.traces.performance import label
 
@@ -217,3 +220,57 @@ def test_measured_isolated_zeros_stay_zero_and_are_no_relative_s_ratio():
     assert ens.model.values[a, 1] == 0.0 and ens.model.known[a, 1]
     positive = hidden & np.isfinite(ens.model.values)
     assert (ens.model.values[positive] > 0).all() and np.isfinite(np.log(ens.model.values[positive])).all()
+
+
+def test_calibrated_sd_follows_each_family_s_error_scale():
+    # held-out log errors |N(0, sigma)| with sigma set by the job type's family on pair cells
+    # (0.2 on isolated cells): the sd follows sigma, and 2 sd covers about
+    # the pairs' CALIBRATION_QUANTILE of fresh errors in each family, not only of the pooled ones
+    model, _ = planted(seed=7)
+    info = job_type_info(model.job_types)
+    rng = np.random.default_rng(0)
+    sigma_of = {"Alpha": 0.05, "Beta": 0.1, "Gamma": 0.25}
+    by_family = np.array([sigma_of[f] for f in info.family])[:, None]
+    sigma = np.where(model.is_pair[None, :], by_family, 0.2)
+    errors = np.abs(sigma * rng.standard_normal(model.shape))
+    held = model.known & (rng.random(model.shape) < 0.5)
+    folds = np.where(held, rng.integers(0, 4, model.shape), -1)
+    sd = _calibrated_sd(model, info, np.where(held, errors, np.nan), folds)
+    fresh = np.abs(sigma * rng.standard_normal(model.shape))
+    family = np.array(info.family)
+    q = halfnorm.ppf(CALIBRATION_QUANTILE["pairs"])
+    for f, s in sigma_of.items():
+        cells = (family == f)[:, None] & model.known & model.is_pair[None, :]
+        assert np.median(sd[cells]) == pytest.approx((q * s + ERROR_FLOOR) / 2, rel=0.3)
+        # one sd for the three families would cover Alpha's errors always and Gamma's far less
+        # often; ERROR_FLOOR and the ridge's shrinkage pull the widest family's band in a little
+        covered = (fresh[cells] <= 2 * sd[cells]).mean()
+        assert CALIBRATION_QUANTILE["pairs"] - 0.15 <= covered <= 0.99
+    iso = model.known & ~model.is_pair[None, :]
+    q_iso = halfnorm.ppf(CALIBRATION_QUANTILE["isolated"])
+    assert np.median(sd[iso]) == pytest.approx((q_iso * 0.2 + ERROR_FLOOR) / 2, rel=0.3)
+    # a kind and GPU type with fewer than 5 held-out cells gets no sd
+    few = np.where(held & model.is_pair[None, :], errors, np.nan)
+    few[:3, 0] = errors[:3, 0]
+    got = _calibrated_sd(model, info, few, folds)
+    assert np.isnan(got[:, :3]).all()
+    assert np.isfinite(got[model.known & model.is_pair[None, :]]).all()
+
+
+def test_ensemble_uncertainty_is_wider_for_the_noisier_family_and_covers_both():
+    model, truth = planted(seed=8)
+    info = job_type_info(model.job_types)
+    rng = np.random.default_rng(1)
+    noise = np.where(np.array(info.family) == "Gamma", 0.25, 0.02)[:, None] * model.is_pair[None, :]
+    values = np.where(model.known, truth * np.exp(noise * rng.standard_normal(model.shape)), np.nan)
+    J, P = 3, len(model.partners)
+    values[:, J:] = np.minimum(values[:, J:], np.repeat(values[:, :J], P, axis=1))
+    noisy = model.with_values(values, known=np.isfinite(values))
+    hidden = hide_units(noisy, 0.5, "pairs", seed=2)
+    ens = predict(noisy.hide(hidden), seed=0, ensemble=0, **FAST)
+    gamma = (np.array(info.family) == "Gamma")[:, None] & hidden
+    quiet = hidden & ~gamma
+    u = ens.model.uncertainty
+    assert np.median(u[gamma]) > 2.5 * np.median(u[quiet])  # one sd per GPU type: equal
+    covered = np.abs(np.log(ens.model.values / noisy.values)) <= 2 * u
+    assert 0.85 <= covered[gamma].mean() <= 1.0 and 0.85 <= covered[quiet].mean() <= 1.0

@@ -65,7 +65,7 @@ def job_type_info(job_types) -> JobTypeInfo:
     return JobTypeInfo(tuple(family), tuple(model), np.array(batch), np.array(scale, dtype=np.int64))
 
 
-def _codes(*keys: np.ndarray) -> np.ndarray:
+def group_codes(*keys: np.ndarray) -> np.ndarray:
     """One integer id per distinct tuple of the given integer key arrays."""
     stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
     return np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
@@ -79,16 +79,16 @@ def pair_groups(info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray) 
     """Group keys of pair cells (job type a with partner b on GPU type g; row indices)."""
     fam = _ids(info.family)
     fa, fb = fam[a], fam[b]
-    return [_codes(a, g), _codes(b, g), _codes(a, fb, g), _codes(fa, b, g), _codes(fa, fb, g),
-            _codes(g)]
+    return [group_codes(a, g), group_codes(b, g), group_codes(a, fb, g), group_codes(fa, b, g),
+            group_codes(fa, fb, g), group_codes(g)]
 
 
 def isolated_groups(info: JobTypeInfo, a: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
     """Group keys of isolated cells (job type a on GPU type g)."""
     fam, mod, s = _ids(info.family), _ids(info.model), info.scale_factor
     batch = np.nan_to_num(info.batch_size, nan=0.0).astype(np.int64)
-    return [a, _codes(mod[a], g), _codes(fam[a], s[a], g), _codes(fam[a], g), _codes(s[a], g),
-            _codes(g), _codes(fam[a], batch[a])]
+    return [a, group_codes(mod[a], g), group_codes(fam[a], s[a], g), group_codes(fam[a], g),
+            group_codes(s[a], g), group_codes(g), group_codes(fam[a], batch[a])]
 
 
 class GroupRidge:

@@ -17,7 +17,7 @@ miss ratio of each scheduler; `adm` SLO jobs Chronus admitted (at any time) and 
 how many of them missed their deadline; `milp s` mean and max seconds of a Chronus decision
 at a boundary (admission + lease MILP + fill); `ok` whether chronus <= min(edf, srtf).
 --chronus NAME=VALUE (repeatable) passes one more option to chronus only, e.g. repack=true,
-readmit=true, sigma=1, others=auto, tails=true
+readmit=true, sigma=1, others=auto, tails=true, lazy=true
 (`schedopt.policies.chronus.policy.ChronusOptions`).
 
     python benchmarks/chronus_lease_lengths.py [--csv PATH] [--seeds 0,1] [--factors 1.3,2,3]
@@ -105,7 +105,8 @@ def main() -> None:
     parser.add_argument("--work-conserving", choices=("on", "off"), default="on")
     parser.add_argument("--chronus", action="append", default=[], metavar="NAME=VALUE",
                         help="one more chronus option (VALUE as JSON, else a string: "
-                             "repack=true, sigma=1, fill=service, others=auto, tails=true)")
+                             "repack=true, sigma=1, fill=service, others=auto, tails=true, "
+                             "lazy=true)")
     args = parser.parse_args()
     chronus = {}
     for item in args.chronus:

@@ -37,7 +37,10 @@ loses `resume_overhead_s` of its lease to restoring its checkpoint.
   it must, taking GPUs from jobs due sooner. Admission still packs whole leases.
 - `plan_boundary`: the lease MILP over the admitted jobs (must get an option) and the other SLO
   jobs with a reachable option (may; `others`: all, none, or those an earliest-deadline-first
-  projection says would miss, `edf_meets`); then the GPUs the MILP leaves free in lease 0 go to
+  projection says would miss, `edf_meets`). With `lazy`, lease 0 goes to every waiting job in
+  the fill's order instead whenever the admitted jobs' rest of work still fits in the leases
+  after it (`_lazy_plan`): a guaranteed job then runs only as early as it must, and its
+  guarantee stays a plan. Then the GPUs the MILP leaves free in lease 0 go to
   every other waiting job: SLO jobs that can still meet a deadline first (earliest deadline first),
   then shortest remaining service (GPU-seconds) first (`fill_order`, `fill_in_order`).
   sigma "adaptive" is -1 (guaranteed jobs run late, leaving lease 0 to others) when a job that
@@ -189,7 +192,9 @@ class LeaseSettings:
     "fill" none (they get the GPUs the admitted jobs leave, in the fill's earliest-deadline
     order), "auto" those that earliest deadline first, projected from now, would miss
     (`edf_meets`); tails: with the overhead counted per run, plans may use the part of the
-    lease a deadline falls in before the deadline (`option_tails`)."""
+    lease a deadline falls in before the deadline (`option_tails`); lazy: the next lease goes
+    to the jobs in the fill's order (earliest deadline first) whenever the admitted jobs' rest
+    of work still packs after it (`plan_boundary`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -206,15 +211,16 @@ class LeaseSettings:
     repack: bool = False
     others: str = "plan"
     tails: bool = False
+    lazy: bool = False
 
     def __post_init__(self):
         if self.others not in OTHERS:
             raise PolicyError(f"others must be one of {', '.join(OTHERS)}, got {self.others!r}")
         if self.fill not in FILLS:
             raise PolicyError(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
-        if not isinstance(self.work_conserving, (bool, np.bool_)):
-            raise PolicyError(f"work_conserving must be true or false, got "
-                              f"{self.work_conserving!r}")
+        for name in ("work_conserving", "tails", "lazy"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise PolicyError(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name in ("lease_seconds", "resume_overhead_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -635,6 +641,11 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
             plan = _rescue(problem, plan)
         if plan.unplaced and reserved:
             plan = _reserved_plan(problem, plan, planned, reserved)
+        if settings.lazy and not plan.unplaced:
+            plan = _lazy_plan(problem, plan, planned, admitted[planned],
+                              fill_in_order(jobs.gpus, fill_order(jobs, np.arange(jobs.num_jobs),
+                                                                  now, settings, held), capacity),
+                              settings, solver or settings.solver)
         holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],
                                dtype=bool)
         running[planned[holds_first]] = True
@@ -712,32 +723,111 @@ def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
     keep = np.flatnonzero(admitted & (plan.chosen >= 0))
     own = {int(i): plan.leases[int(i)] for i in keep}
     first = np.array([0 in own[int(i)] for i in keep], dtype=bool)
-    if problem.per_run:  # what lease 0 gives: a lease, less the overhead unless held before
-        gain = problem.width[0] - problem.overhead * ~problem.held[keep]
-        need = problem.work[keep] - first * gain
-        rest = need > WORK_TOLERANCE
-    else:
-        need = problem.leases_needed[keep] - first
-        rest = need > 0
+    packed = _pack_after_first(problem, keep, plan.chosen[keep], first)
+    if packed is None or not any(t > 0 for held in packed.values() for t in held):
+        return own  # the packing failed, or lease 0 serves them all: the plan's leases
+    return packed
+
+
+def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarray,
+                      first: np.ndarray) -> dict[int, tuple[int, ...]] | None:
+    """Slots of the plan jobs `keep` with options `chosen`: slot 0 where `first`, the rest of
+    their work latest-fit in slots 1.. within each option's horizon (whole leases: tails are
+    not used); None when that packing does not place them all."""
+    need, rest = _after_lease_zero(problem, keep, first)
+    out = {int(i): (0,) if f else () for i, f in zip(keep, first)}
     if not rest.any():
-        return own
+        return out
     # Window shifted by one lease: offsets 1..H-1 of the plan are 0..H-2 here (a job that holds
     # lease 0 has held its GPUs in the lease before the shifted window).
-    horizon = np.minimum(problem.option_horizon[plan.chosen[keep]], problem.num_leases) - 1
+    horizon = np.minimum(problem.option_horizon[chosen], problem.num_leases) - 1
     if np.any(horizon[rest] < 1):  # the rest of the work is in the deadline's lease only
-        return own
+        return None
     count = lease_count(need[rest], problem.overhead) if problem.per_run else need[rest]
     packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], count, horizon[rest],
                                              problem.capacity[1:], width=problem.width[1:],
                                              overhead=problem.overhead, work=need[rest],
                                              held=first[rest])
     if unplaced:
-        return own
-    out = {int(i): (0,) if f else () for i, f in zip(keep, first)}
+        return None
     for i, leases in packed.items():
         job = int(keep[rest][i])
         out[job] = out[job] + tuple(t + 1 for t in leases)
     return out
+
+
+def _after_lease_zero(problem: LeaseProblem, keep: np.ndarray,
+                      first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(need, rest) of the plan jobs `keep` after lease 0, which the jobs `first` hold: leases
+    of work (overhead per run) or leases still needed, and whether any is left."""
+    if problem.per_run:  # what lease 0 gives: a lease, less the overhead unless held before
+        gain = problem.width[0] - problem.overhead * ~problem.held[keep]
+        need = problem.work[keep] - first * gain
+        return need, need > WORK_TOLERANCE
+    need = problem.leases_needed[keep] - first
+    return need, need > 0
+
+
+def _lazy_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray,
+               admitted: np.ndarray, first: np.ndarray, settings: LeaseSettings,
+               solver: Solver | str) -> ChronusPlan:
+    """The plan that gives lease 0 to the jobs `first` (job indices of the boundary, in the
+    fill's earliest-deadline order) and the admitted plan jobs the rest of their work after it
+    (the other plan jobs are left out of it): latest-fit within the option `plan` chose for
+    each, else the lease MILP over the slots after lease 0 (`_after_first`); `plan` as it is
+    when neither places every admitted job (earliest deadline first would then break a
+    guarantee that the plan keeps)."""
+    keep = np.flatnonzero(admitted & (plan.chosen >= 0))
+    runs = np.isin(planned[keep], first)
+    chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
+    chosen[keep] = plan.chosen[keep]
+    packed = _pack_after_first(problem, keep, plan.chosen[keep], runs)
+    if packed is None:
+        packed, options = _after_first(problem, keep, runs, settings, solver)
+        if packed is None:
+            return plan
+        chosen[keep] = np.where(options >= 0, options, chosen[keep])
+    return replace(plan, status=Status.FEASIBLE, objective=plan_objective(problem, chosen, packed),
+                   leases=packed, chosen=chosen,
+                   details={**plan.details, "incumbent_from": "edf"})
+
+
+def _after_first(problem: LeaseProblem, keep: np.ndarray, first: np.ndarray,
+                 settings: LeaseSettings, solver: Solver | str):
+    """(slots of the plan jobs `keep`: slot 0 where `first`, the rest of their work where the
+    lease MILP over slots 1.. places it, any of their options (tails included); option chosen
+    per job, -1 for jobs that lease 0 serves), or (None, None) when that MILP places not all."""
+    need, rest = _after_lease_zero(problem, keep, first)
+    out = {int(i): (0,) if f else () for i, f in zip(keep, first)}
+    options = np.full(keep.size, -1, dtype=np.int64)
+    if not rest.any():
+        return out, options
+    if problem.num_leases < 2:
+        return None, None
+    position = np.full(problem.num_jobs, -1, dtype=np.int64)
+    position[keep[rest]] = np.arange(int(rest.sum()))
+    opt = np.flatnonzero(position[problem.option_job] >= 0)
+    horizon = np.minimum(problem.option_horizon[opt], problem.num_leases) - 1
+    tail = np.where(problem.tail_slot[opt] >= 0, problem.option_tail[opt], 0.0)
+    usable = (horizon >= 1) | ((horizon == 0) & (tail > 0))
+    opt, horizon, tail = opt[usable], horizon[usable], tail[usable]
+    job = position[problem.option_job[opt]]
+    if np.unique(job).size < rest.sum():
+        return None, None
+    per_run = problem.per_run
+    shifted = LeaseProblem.from_arrays(
+        problem.gpus[keep[rest]], None if per_run else need[rest], job,
+        problem.option_value[opt], horizon, problem.capacity[1:], sigma=-1.0,
+        admitted=np.ones(int(rest.sum()), dtype=bool), width=problem.width[1:],
+        overhead=problem.overhead, held=first[rest], work=need[rest] if per_run else None,
+        option_tail=tail if tail.any() else None)
+    found = solve_lease_problem(shifted, solver=solver, time_limit=settings.time_limit)
+    if found.unplaced or np.any(found.chosen < 0):
+        return None, None
+    for m, i in enumerate(np.flatnonzero(rest)):
+        out[int(keep[i])] += tuple(t + 1 for t in found.leases[m])
+        options[i] = opt[found.chosen[m]]
+    return out, options
 
 
 def edf_meets(jobs: LeaseJobs, candidates: np.ndarray, capacity: int, now: float,

@@ -74,3 +74,36 @@ def test_console_script_runs_atexit_handlers_and_flushes_before_it_ends(tmp_path
                               str(tmp_path / "missing.json")], capture_output=True, text=True,
                              cwd=tmp_path, env=env)
     assert missing.returncode == 2 and missing.stderr.strip().count("\n") == 0, missing.stderr
+
+
+
+KEPT = """
+import sys
+import numpy as np
+from schedopt.cli.startup import keep_freed_memory
+
+def resident():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+if sys.argv[1] == "keep":
+    keep_freed_memory()
+array = np.ones(1 << 24)  # 128 MiB, faulted in
+before = resident()
+del array
+print(before - resident())
+"""
+
+
+def test_freed_memory_stays_with_the_process():
+    import platform
+
+    import pytest
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's mallopt only")
+    released = {how: int(subprocess.run([sys.executable, "-c", KEPT, how], capture_output=True,
+                                         text=True, check=True).stdout)
+                for how in ("keep", "default")}
+    assert released["default"] > 100 << 20  # handed back to the kernel at once
+    assert released["keep"] < 8 << 20, released  # kept for the next array

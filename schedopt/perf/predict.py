@@ -68,8 +68,8 @@ SIDE_LAMBDAS = (0.03, 0.1, 0.3, 1.0)
 # 2 sd is set at this quantile of the held-out errors (scaled as in _calibrated_sd), per kind:
 # they come from fits on 3/4 of the measurements, so they run larger than the final fit's. On
 # Gavel's table, 50% of one kind hidden, seeds 100-109 for pairs (0.90 covered 92.7-97.4% of
-# the hidden pairs, mean 94.8%; 0.95 covered 95.9-98.8%) and 100-104 for isolated cells (0.95
-# covered 88.6-95.9%, 0.90 87.0-94.3%: about 40 held-out cells per GPU type are few)
+# the hidden pairs, mean 94.8%; 0.95 covered 95.9-98.8%) and isolated cells (0.95: 88.6-95.1%
+# on seeds 100-103; 0.90: 87.0-94.3% on 100-104; about 40 held-out cells per GPU type are few)
 CALIBRATION_QUANTILE = {"pairs": 0.90, "isolated": 0.95}
 ERROR_FLOOR = 0.01  # log units added to |held-out error| before its log (errors of exactly 0)
 ERROR_SCALE_LAMBDA = 3.0  # ridge weight of the error-scale groups (_calibrated_sd)

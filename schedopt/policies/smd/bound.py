@@ -24,8 +24,8 @@ LP's bound is the higher one (measured in docs/smd.md).
 
 `configuration_relaxation` is stronger: the MILP with every job's configuration integer and only
 the placement fractional, solved by SCIP, whose proven bound holds even when a time limit stops
-it. On 40-job NIC-bound instances it lies 0.02-0.35% above the LP's bound, and CP-SAT's bound in
-smd_exact stops at about this value (docs/smd.md, "smd_exact").
+it. On 40-job NIC-bound instances it lies 0.02-0.35% above the LP's bound, and smd_exact's
+CP-SAT bound after 30 s is at most this value (docs/smd.md, "smd_exact").
 """
 
 from __future__ import annotations

@@ -716,8 +716,8 @@ class GavelPolicy:
         result = solve(problem, policy, self.solver, **slos, **self.options)
         if result.X is None or not result.status.has_solution:
             raise _no_allocation(self.name, result.status, result.details)
-        if remaining:
-            iso = isolated_throughput(problem)  # as the FTF policy's own denominator uses
+        if remaining:  # as the FTF policy's own denominator uses
+            iso = (gavel_isolated_throughput if self._ecos else isolated_throughput)(problem)
             self._previous = {job: (remaining[job], iso[m]) for m, job in enumerate(job_ids)}
         X = result.X
         if self.gavel_name in FTF_LEXIMIN:
@@ -806,7 +806,8 @@ class GavelPolicy:
     @staticmethod
     def _ecos_ftf(job_ids: list, problem: ThroughputProblem, X: np.ndarray) -> np.ndarray | None:
         """Speed-blind finish-time fairness as Gavel's ECOS solve answers it
-        (`min_max_finish_time_ratio_ecos`, jobs in Gavel's order: sorted ids); None when ECOS
+        (`min_max_finish_time_ratio_ecos`, jobs in Gavel's order: sorted ids, isolated
+        steps/s as Gavel computes them, `gavel_isolated_throughput`); None when ECOS
         returns nothing or its answer's largest ratio is above the LP optimum X's by more than
         ECOS_RATIO_SLACK (then the caller centers X, on the same view: Gavel's pricing of
         every type, `agnostic_view(every_type=True)`)."""
@@ -814,7 +815,8 @@ class GavelPolicy:
             order = sorted(range(len(job_ids)), key=job_ids.__getitem__)
         except TypeError:  # ids that do not sort: the given order
             order = list(range(len(job_ids)))
-        isolated = isolated_finish_time(problem)
+        isolated = (problem.isolated_time
+                    + problem.remaining_steps / gavel_isolated_throughput(problem))
         Y = min_max_finish_time_ratio_ecos(
             problem.throughput[order], problem.scale_factor[order].astype(float),
             problem.capacity.astype(float), problem.remaining_steps[order],

@@ -296,6 +296,8 @@ def test_perf_complete_fills_the_bundled_colocation_instance(tmp_path):
                           "--ensemble", "0", "--ranks", "2", "--lambdas", "0.3")
     doc = json.loads(stdout)
     assert code == 0 and doc["rank"] == 2 and len(doc["filled"]) == 1 and doc["still_missing"] == 0
+    uncertainty = "heldout_rms_log_error" if doc["method"] == "als" else "median_uncertainty_log"
+    assert set(doc) & {"heldout_rms_log_error", "median_uncertainty_log"} == {uncertainty}
 
 
 def test_perf_complete_makes_an_instance_with_unmeasured_gpu_types_solvable(tmp_path):

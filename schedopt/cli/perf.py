@@ -209,7 +209,7 @@ def complete_command(source, output, pairs, isolated, method, ranks, lambdas, en
         doc = {"method": result.method, "rank": result.rank, "lambda": result.lam, "filled": entries,
                "weights": result.weights,
                "cannot_share": int(result.cannot_share.sum()), "still_missing": left,
-               "heldout_rms_log_error": result.residual,
+               _uncertainty_key(result.method): result.residual,
                "validation": [{"rank": k, "lambda": lam, "mre": v}
                               for (k, lam), v in result.validation.items()]}
         click.echo(json.dumps(_finite(doc), indent=1, allow_nan=False))
@@ -228,6 +228,13 @@ def complete_command(source, output, pairs, isolated, method, ranks, lambdas, en
             click.echo(f"... {len(entries) - max_rows} more (use --max-rows, --json or -o)")
     if output is not None:
         click.echo(f"wrote {output}", err=True)
+
+
+def _uncertainty_key(method: str) -> str:
+    """The JSON key of `Completion.residual`: the low-rank completion reports its RMS held-out
+    error; the ensemble, the median calibrated uncertainty per kind and GPU type (both in log
+    steps/s)."""
+    return "heldout_rms_log_error" if method == "als" else "median_uncertainty_log"
 
 
 def _finite(x):

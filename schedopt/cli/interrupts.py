@@ -89,7 +89,7 @@ def end_process(code: object) -> None:
     numpy and scipy among its ~500 modules). Returns, leaving the usual shutdown to report as
     before, when the code is a message, another thread still runs, or a stream cannot be
     flushed (e.g. a closed pipe)."""
-    if code is not None and not isinstance(code, int) or threading.active_count() > 1:
+    if (code is not None and not isinstance(code, int)) or threading.active_count() > 1:
         return
     try:
         sys.stdout.flush()

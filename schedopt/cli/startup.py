@@ -47,7 +47,7 @@ def keep_freed_memory() -> None:
     heap stays with the process; elsewhere nothing changes."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS, Windows)
+    except (OSError, AttributeError, TypeError):  # not glibc (musl, macOS, Windows)
         return
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     mallopt(_M_MMAP_THRESHOLD, _KEEP_BYTES)

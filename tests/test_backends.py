@@ -224,7 +224,8 @@ def test_importing_backends_imports_no_solver_package():
 @pytest.mark.parametrize("first", ["highspy", "ortools"])
 def test_all_solver_packages_coexist_in_one_process(first):
     """The guard against the highspy/ortools duplicate-HiGHS-symbols clash, in both import orders:
-    highspy's HiGHS and the HiGHS inside OR-Tools (through pywraplp) both solve in one process."""
+    highspy's HiGHS and the HiGHS inside OR-Tools (through pywraplp) both solve in one process,
+    and so do ECOS and GLPK_MI (the Gavel adapter's solvers) after them."""
     imports = ["import highspy", "from ortools.math_opt.python import mathopt",
                "from ortools.linear_solver import pywraplp", "import pulp", "import cvxpy"]
     if first == "ortools":
@@ -246,10 +247,18 @@ solver.Add(x[1] + x[2] <= 3)
 solver.Maximize(3 * x[0] + 2 * x[1] + 4 * x[2])
 assert solver.Solve() == pywraplp.Solver.OPTIMAL
 objectives["ortools-highs"] = solver.Objective().Value()
+import ecos, cvxopt  # Gavel's solvers (the gavel extra), loaded beside both HiGHS builds
+y = cvxpy.Variable(3)
+rows = A @ y
+for name in ("ECOS", "GLPK_MI"):
+    problem = cvxpy.Problem(cvxpy.Maximize(np.array([3.0, 2, 4]) @ y),
+                            [y >= 0, y <= 10, rows[0] <= 4, rows[1] >= 1, rows[1] <= 5, rows[2] <= 3])
+    objectives["cvxpy-" + name] = problem.solve(solver=name)
 print(json.dumps(objectives))
 """)
     objectives = json.loads(out.strip().splitlines()[-1])  # OR-Tools' HiGHS prints a banner first
-    assert set(objectives) == {"highs", "glop", "cbc", "cvxpy", "ortools-highs"}
+    assert set(objectives) == {"highs", "glop", "cbc", "cvxpy", "ortools-highs", "cvxpy-ECOS",
+                               "cvxpy-GLPK_MI"}
     for name, value in objectives.items():
         assert value == pytest.approx(10.5, rel=1e-7), name
 

@@ -47,8 +47,9 @@ import numpy as np
 
 from schedopt.api import solve
 from schedopt.backends.base import LinearProgram, SolutionStatus
-from schedopt.backends.cvxpy import ecos_installed, min_max_finish_time_ratio_ecos
-from schedopt.backends.gavel_programs import (glpk_mi_installed, max_throughput_sum_ecos,
+from schedopt.backends.gavel_programs import (ecos_installed, glpk_mi_installed,
+                                              max_throughput_sum_ecos,
+                                              min_max_finish_time_ratio_ecos,
                                               min_max_finish_time_ratio_packed_ecos,
                                               water_filling_ecos_glpk)
 from schedopt.backends.session import Solver

@@ -5,7 +5,7 @@ for Gavel's expression tree: the same variables, constraints and objective scali
 the same problem data, so the same interior point (docs/gavel-adapter.md, "Which optimum").
 Each function returns ECOS's point clipped to [0, 1] as Gavel clips it, or None when ECOS
 returns no point; callers keep it only when its objective is within a small tolerance of
-schedopt's own optimum. Needs cvxpy and the `ecos` package (`ecos_installed` in cvxpy.py).
+schedopt's own optimum. Needs cvxpy and the `ecos` package (`ecos_installed`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,39 @@ def _solve_ecos(cp, problem, x) -> np.ndarray | None:
     if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
         return None
     return np.clip(x.value, 0.0, 1.0)
+
+
+def ecos_installed() -> bool:
+    """Whether cvxpy can call ECOS (the package `ecos`), without importing either."""
+    import importlib.util
+    return all(importlib.util.find_spec(name) is not None for name in ("cvxpy", "ecos"))
+
+
+def min_max_finish_time_ratio_ecos(throughput: np.ndarray, scale_factor: np.ndarray,
+                                   capacity: np.ndarray, remaining: np.ndarray,
+                                   waited: np.ndarray, isolated: np.ndarray) -> np.ndarray | None:
+    """Time fractions X (M, J) minimizing max_m (waited_m + remaining_m / (T_m . X_m)) /
+    isolated_m, with sum_m s_m X_mj <= capacity_j, sum_j X_mj <= 1, X >= 0, written as one
+    expression per job (inv_pos of its steps/s) under cvxpy's elementwise maximum and solved
+    by ECOS; None when ECOS returns no point (a point short of ECOS's tolerances is returned,
+    as Gavel takes it; the caller checks its ratio).
+
+    throughput: steps/s (M, J); waited, isolated: seconds (M,); remaining: steps (M,). This is
+    the program Gavel's speed-blind finish-time fairness hands to ECOS; ECOS's interior point
+    inside the optimal face is the allocation Gavel's simulator then runs, and the same
+    expression tree gives ECOS the same problem data (docs/gavel-adapter.md)."""
+    import cvxpy as cp
+
+    M, J = throughput.shape
+    x = cp.Variable((M, J))
+    ratios = [(waited[m] + remaining[m] * cp.inv_pos(cp.sum(cp.multiply(throughput[m], x[m]))))
+              / isolated[m] for m in range(M)]
+    objective = cp.Minimize(ratios[0] if M == 1 else cp.maximum(*ratios))
+    constraints = [x >= 0,
+                   cp.sum(cp.multiply(np.tile(scale_factor[:, None], (1, J)), x), axis=0)
+                   <= capacity,
+                   cp.sum(x, axis=1) <= 1]
+    return _solve_ecos(cp, cp.Problem(objective, constraints), x)
 
 
 def max_throughput_sum_ecos(value: np.ndarray, scale_factor: np.ndarray,

@@ -135,6 +135,10 @@ def test_pollux_builder_rejects_rows_it_cannot_read(tmp_path):
     path.write_text("placement,local_bsz,step_time\n1,32,0.1\n")
     with pytest.raises(InstanceError, match="missing sync_time"):
         pollux_model(path)
+    for header_only in ("placement,local_bsz,step_time,sync_time", "placement,local_bsz,step_time,sync_time\n"):
+        path.write_text(header_only)
+        with pytest.raises(InstanceError, match="bad.csv.*at least one placement row"):
+            pollux_model(path)
 
 
 @needs_samples

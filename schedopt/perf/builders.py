@@ -62,6 +62,9 @@ def read_pollux_placements(path: str | os.PathLike) -> pd.DataFrame:
     if lacking:
         msg = f"expected columns {', '.join(POLLUX_COLUMNS)}; missing {', '.join(lacking)}"
         raise InstanceError([Problem(source, "", msg)])
+    if frame.empty:
+        raise InstanceError([Problem(source, "", "expected at least one placement row; found "
+                                     "only the header")])
     placement = frame["placement"].astype(str).str.strip()
     bad = ~placement.str.fullmatch(r"[1-9]+")
     times = frame[["local_bsz", "step_time", "sync_time"]].apply(pd.to_numeric, errors="coerce")

@@ -16,6 +16,7 @@ from schedopt.cli import interrupts
 
 def run() -> None:
     interrupts.install()
+    interrupts.redeliver_swallowed_interrupts()
     try:
         try:
             try:

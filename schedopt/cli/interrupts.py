@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import _thread
 
 import click
 
@@ -39,6 +40,23 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+def _redeliver_swallowed_interrupt(unraisable) -> None:
+    """`sys.unraisablehook`: an interrupt raised where Python can only print and drop the
+    exception (a weakref callback such as the import system's module-lock cleanup, a
+    `__del__`) is delivered to the main thread again once this hook has returned, instead of
+    being lost with a traceback on stderr; anything else is reported as usual.
+
+    The signal is sent again from a short-lived thread: sent from here, its handler would run
+    at once, inside this hook, whose exceptions are dropped too. A command that ends before
+    the signal arrives ends as usual (late signals are ignored)."""
+    exc = unraisable.exc_value
+    if isinstance(exc, KeyboardInterrupt):
+        signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+        _thread.start_new_thread(signal.pthread_kill, (threading.main_thread().ident, signum))
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def install() -> None:
     """Turn SIGTERM into `Terminated` for the rest of this process (main thread only)."""
     progress("nothing was written")
@@ -48,6 +66,12 @@ def install() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (e.g. a test runner's worker thread)
         pass
+
+
+def redeliver_swallowed_interrupts() -> None:
+    """In the console script: an interrupt that lands in a callback whose exceptions Python
+    drops counts all the same (`_redeliver_swallowed_interrupt`)."""
+    sys.unraisablehook = _redeliver_swallowed_interrupt
 
 
 def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:

@@ -424,6 +424,22 @@ def test_fast_path_reads_every_job_field_into_columns(tmp_path):
     assert problem.user_weight.tolist() == [3.0, 2.0, 1.0]  # alice, then a and c alone
 
 
+@pytest.mark.parametrize("given", [(), (0,), (1,), (0, 1)])
+def test_optional_numbers_given_by_every_job_some_or_none(tmp_path, given):
+    doc = copy.deepcopy(TINY)
+    for job in doc["jobs"]:
+        job.pop("total_steps", None), job.pop("deadline", None)
+    for m in given:
+        doc["jobs"][m].update(total_steps=100.0 * (m + 1), deadline=None if m else 7.5)
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc))
+    table = columnar_instance(path.read_bytes(), str(path)).jobs
+    expected = [100.0 * (m + 1) if m in given else np.nan for m in range(2)]
+    np.testing.assert_array_equal(table.total_steps, expected)
+    np.testing.assert_array_equal(table.deadline, [7.5 if 0 in given else np.nan, np.nan])
+    assert load_instance(path) == parse_instance(copy.deepcopy(doc))
+
+
 @pytest.mark.parametrize("change, declined", [
     (lambda d: d["jobs"][0].update(deadline_options=[{"after_s": 10, "value": 1}], deadline=10),
      True),

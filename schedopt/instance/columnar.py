@@ -76,7 +76,13 @@ def _numbers(jobs: list, key: str) -> np.ndarray:
 
 def _optional(jobs: list, key: str) -> np.ndarray:
     """(M,) float: each job's `key` (null -> nan)."""
-    return np.array(list(map(attrgetter(key), jobs)), dtype=float)
+    values = list(map(attrgetter(key), jobs))
+    nulls = values.count(None)
+    if nulls == len(values):
+        return np.full(len(values), np.nan)
+    if nulls == 0:  # np.array would look at each value for the type of array to build
+        return np.fromiter(values, dtype=float, count=len(values))
+    return np.array(values, dtype=float)
 
 
 def _own_rows(rows: list, J: int) -> np.ndarray:

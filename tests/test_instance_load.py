@@ -424,6 +424,36 @@ def test_fast_path_reads_every_job_field_into_columns(tmp_path):
     assert problem.user_weight.tolist() == [3.0, 2.0, 1.0]  # alice, then a and c alone
 
 
+def _row_first(doc: dict) -> dict:
+    return {"users": doc.pop("users"), **doc} if "users" in doc else doc
+
+
+@pytest.mark.parametrize("change, one_pass", [
+    (lambda d: None, True),
+    (lambda d: d["jobs"][1].update(throughput={"k80": 0, "v100": 4}), True),  # not the cluster's order
+    (lambda d: d.update(users={"throughput": {"weight": 3}}), False),  # a user named like the key
+    (lambda d: d["jobs"][1].update(throughput={"v100": 4, "k80": 0, "a100": 1}), False),
+    (lambda d: d["jobs"][1].pop("throughput") and d["jobs"][1].update(type="resnet"), False),
+])
+def test_jobs_decoded_in_one_pass_or_after_the_cluster_load_the_same(tmp_path, change, one_pass):
+    from schedopt.instance.columnar import _in_one_pass
+
+    doc = copy.deepcopy(TINY)
+    change(doc)
+    doc = _row_first(doc)
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc))
+    assert (_in_one_pass(path.read_bytes()) is not None) == one_pass
+    try:
+        expected = parse_instance(copy.deepcopy(doc))
+    except InstanceError:
+        assert columnar_instance(path.read_bytes(), str(path)) is None
+        return
+    inst = columnar_instance(path.read_bytes(), str(path))
+    assert inst == expected
+    _same_problem(ThroughputProblem.from_instance(inst), ThroughputProblem.from_instance(expected))
+
+
 @pytest.mark.parametrize("given", [(), (0,), (1,), (0, 1)])
 def test_optional_numbers_given_by_every_job_some_or_none(tmp_path, given):
     doc = copy.deepcopy(TINY)

@@ -4,6 +4,10 @@
 (their fields and bounds are those `schema.json` gives a job, or stricter), reads each field as
 one array and checks the cross-field rules on whole arrays; the rest of the document (cluster,
 performance, users: small) goes through the compiled schema validator and the ordinary rules.
+The records' row type (which GPU types a row holds) is guessed from the first row written out
+near the start of the file, so that the whole document is decoded in one pass; where that guess
+is not the cluster's GPU types, the cluster is read first (skipping the jobs) and the jobs
+after.
 It answers None whenever the document needs the ordinary path: jobs with `deadline_options` or
 `parameter_server`, a value the typed decoder does not take (e.g. a scale factor written 2.0),
 or any rule broken; the detailed checker then reports every problem with today's messages.
@@ -12,6 +16,7 @@ Units as in `model`: steps/s, seconds.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from operator import attrgetter
 from typing import Annotated
@@ -30,16 +35,45 @@ UNSET = msgspec.UNSET
 _AtLeast0 = Annotated[float, msgspec.Meta(ge=0)]
 
 
-class _Head(msgspec.Struct, forbid_unknown_fields=True):
-    """The top level, jobs left undecoded (their row type depends on the GPU types)."""
+def _top(jobs: object) -> type:
+    """The top level, its jobs decoded as `jobs` (the rest as plain values)."""
+    return msgspec.defstruct("Top", [
+        ("format", object), ("cluster", object), ("jobs", jobs), ("name", object, UNSET),
+        ("now", object, UNSET), ("performance", object, UNSET), ("users", object, UNSET),
+    ], forbid_unknown_fields=True)
 
-    format: object
-    cluster: object
-    jobs: msgspec.Raw
-    name: object = UNSET
-    now: object = UNSET
-    performance: object = UNSET
-    users: object = UNSET
+
+# The top level, jobs left undecoded (their row type depends on the GPU types).
+_HEAD = _top(msgspec.Raw)
+
+
+# A job's own row written out (no nested object), looked for near the start of the document.
+_ROW = re.compile(rb'"throughput"\s*:\s*(\{[^{}]*\})')
+_ROW_SEARCHED = 1 << 20  # bytes
+
+
+@lru_cache(maxsize=8)
+def _whole_type(gpu_types: tuple[str, ...]) -> type:
+    """The top level with the jobs decoded as rows holding exactly `gpu_types`."""
+    return _top(list[_job_type(gpu_types)])
+
+
+def _in_one_pass(raw: bytes) -> tuple[object, list, tuple[str, ...]] | None:
+    """(top level, jobs, the GPU types of their rows) decoded in one pass over `raw`, the row
+    type guessed from the first row written out in it and kept only when its GPU types are
+    the cluster's; None otherwise (then the cluster is read first, the jobs after)."""
+    first = _ROW.search(raw, 0, _ROW_SEARCHED)
+    row = first and _decode(first.group(1), dict[str, object])
+    if not row:
+        return None
+    guess = tuple(row)
+    whole = _decode(raw, _whole_type(guess))
+    if whole is None or not isinstance(whole.cluster, dict):
+        return None
+    types = whole.cluster.get("gpu_types")
+    if not isinstance(types, dict) or len(types) != len(guess) or set(types) != set(guess):
+        return None
+    return whole, whole.jobs, guess
 
 
 @lru_cache(maxsize=8)
@@ -85,22 +119,25 @@ def _optional(jobs: list, key: str) -> np.ndarray:
     return np.array(values, dtype=float)
 
 
-def _own_rows(rows: list, J: int) -> np.ndarray:
-    """(len(rows), J) the decoded rows' values, one pass per GPU type."""
-    T = np.empty((len(rows), J))
-    for k in range(J):
-        T[:, k] = np.fromiter(map(attrgetter(f"t{k}"), rows), dtype=float, count=len(rows))
+def _own_rows(rows: list, row_types: tuple[str, ...], types: tuple[str, ...]) -> np.ndarray:
+    """(len(rows), len(types)) the decoded rows' values (fields in the order of `row_types`,
+    the same GPU types) in the order of `types`, one pass per GPU type."""
+    T = np.empty((len(rows), len(types)))
+    for k, name in enumerate(row_types):
+        T[:, types.index(name)] = np.fromiter(map(attrgetter(f"t{k}"), rows), dtype=float,
+                                              count=len(rows))
     return T
 
 
-def _throughput(jobs: list, types: tuple[str, ...], job_type: list | None,
-                table: dict) -> np.ndarray | None:
-    """(M, J) each job's row: its own, else its type's in performance.throughput (None when
-    some job has neither, or the table's row lacks a GPU type)."""
+def _throughput(jobs: list, row_types: tuple[str, ...], types: tuple[str, ...],
+                job_type: list | None, table: dict) -> np.ndarray | None:
+    """(M, J) each job's row (decoded with fields in the order of `row_types`) in the order
+    of `types`: its own, else its type's in performance.throughput (None when some job has
+    neither, or the table's row lacks a GPU type)."""
     rows = list(map(attrgetter("throughput"), jobs))
     M, J = len(jobs), len(types)
     if UNSET not in rows:
-        return _own_rows(rows, J)
+        return _own_rows(rows, row_types, types)
     if job_type is None:
         return None
     resolved = [row if isinstance(row, dict) else None
@@ -109,7 +146,7 @@ def _throughput(jobs: list, types: tuple[str, ...], job_type: list | None,
     if any(r is None for r, mine in zip(resolved, own) if not mine):
         return None
     T = np.empty((M, J))
-    T[own] = _own_rows([r for r in rows if r is not UNSET], J)
+    T[own] = _own_rows([r for r in rows if r is not UNSET], row_types, types)
     try:
         T[~own] = np.array([[row[t] for t in types] for row, mine in zip(resolved, own)
                             if not mine], dtype=float).reshape(-1, J)
@@ -130,7 +167,8 @@ def _decode(raw: bytes, kind: type) -> object | None:
 def columnar_instance(raw: bytes, source: str) -> Instance | None:
     """The Instance in the JSON text `raw`, its jobs as a `JobTable`; None when the document
     needs the ordinary path (see the module docstring)."""
-    head = _decode(raw, _Head)
+    decoded = _in_one_pass(raw)
+    head = decoded[0] if decoded else _decode(raw, _HEAD)
     if head is None:
         return None
     rest = {k: getattr(head, k) for k in head.__struct_fields__
@@ -147,14 +185,15 @@ def columnar_instance(raw: bytes, source: str) -> Instance | None:
                                                      if k != "cpu_time"}}):
         return None
     types = tuple(rest["cluster"]["gpu_types"])
-    jobs = _decode(head.jobs, list[_job_type(types)])
+    jobs, row_types = decoded[1:] if decoded else (_decode(head.jobs, list[_job_type(types)]),
+                                                   types)
     if jobs is None:
         return None
     ids = list(map(attrgetter("id"), jobs))
     if len(set(ids)) != len(ids) or not set(perf.get("cpu_time", {})) <= set(ids):
         return None
     job_type = _strings(jobs, "type")
-    throughput = _throughput(jobs, types, job_type, perf.get("throughput", {}))
+    throughput = _throughput(jobs, row_types, types, job_type, perf.get("throughput", {}))
     if throughput is None or not np.isfinite(throughput).all():
         return None
     scale = np.fromiter(map(attrgetter("scale_factor"), jobs), dtype=np.int64, count=len(jobs))

@@ -58,7 +58,7 @@ def test_one_step_on_two_machines_reaches_brute_force_from_one_worker_and_ps_per
     if start is None or expected is None:
         return
     placed, stats = improve(problem, Placement(start.workers, start.ps), steps=1,
-                            step_limit=30.0, target=expected)
+                            step_work=30.0, target=expected)
     assert placed.violations(problem) == []
     assert _objective(problem, placed) == pytest.approx(expected, rel=1e-9)
     assert stats["steps"] >= (_objective(problem, Placement(start.workers, start.ps))
@@ -157,7 +157,7 @@ def test_lns_closes_most_of_the_gap_the_numpy_search_leaves_on_a_binding_instanc
     assert exact.status.value == "optimal"
     assert numpy_only.objective > exact.objective * 1.005
     # each step given time to finish: the same steps under any load
-    placed, stats = improve(problem, numpy_only.placement, steps=60, step_limit=30.0,
+    placed, stats = improve(problem, numpy_only.placement, steps=60, step_work=30.0,
                             target=exact.objective)
     assert stats["solved"] == stats["steps"]
     assert placed.violations(problem) == []

@@ -90,10 +90,13 @@ class MathOptBackend:
             raise SolveError(f"{self.solver} solves only LPs; use highs, cbc or cpsat for integer "
                              "columns")
 
-    def _parameters(self, parameters_pb2, lp: LinearProgram, options: SolveOptions):
+    def _parameters(self, parameters_pb2, lp: LinearProgram, options: SolveOptions,
+                    deterministic_time: float | None = None):
         params = parameters_pb2.SolveParametersProto(enable_output=bool(options.verbose))
         if options.time_limit is not None:
             params.time_limit.FromNanoseconds(int(options.time_limit * 1e9))
+        if deterministic_time is not None:
+            params.cp_sat.max_deterministic_time = float(deterministic_time)
         if options.mip_gap is not None and lp.is_mip:
             params.relative_gap_tolerance = float(options.mip_gap)
         if options.threads is not None:
@@ -104,11 +107,18 @@ class MathOptBackend:
             criteria.eps_optimal_relative = PDLP_TOLERANCE
         return params
 
-    def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
+    def solve(self, lp: LinearProgram, options: SolveOptions,
+              deterministic_time: float | None = None) -> SolveResult:
+        """Solve `lp`. deterministic_time (cpsat only): a limit in CP-SAT's deterministic time
+        units (its `max_deterministic_time`, roughly seconds of one core, counted from the work
+        done), which unlike `options.time_limit` does not depend on the machine's load: with
+        `options.threads=1` a run gives the same answer whatever the load."""
         self._check_supported(lp)
+        if deterministic_time is not None and self.solver != "cpsat":
+            raise SolveError(f"deterministic_time is a CP-SAT limit; {self.solver} does not take it")
         from ortools.math_opt import model_pb2, parameters_pb2, result_pb2
         model = _model_proto(model_pb2, lp)
-        params = self._parameters(parameters_pb2, lp, options)
+        params = self._parameters(parameters_pb2, lp, options, deterministic_time)
         hints = self._model_parameters(lp, options)
         result = self._run(model, params, hints)
         seconds = _seconds(result)
@@ -118,7 +128,8 @@ class MathOptBackend:
             params.presolve = parameters_pb2.EMPHASIS_OFF
             result = self._run(model, params, hints)
             seconds += _seconds(result)
-        return self._read(result_pb2, result, lp, seconds, timed=options.time_limit is not None)
+        timed = options.time_limit is not None or deterministic_time is not None
+        return self._read(result_pb2, result, lp, seconds, timed=timed)
 
     def _model_parameters(self, lp: LinearProgram, options: SolveOptions):
         """ModelSolveParametersProto: `options.start` as a solution hint (MILPs on cpsat/scip)."""
@@ -181,8 +192,9 @@ class MathOptBackend:
 def _reasons(result_pb2, termination, timed: bool) -> dict:
     """MathOpt termination reason -> (termination, solution when there is a primal solution).
     FEASIBLE and NO_SOLUTION_FOUND name the limit that stopped the solve in `termination.limit`;
-    Glop and CP-SAT leave it undetermined, and as schedopt sets no limit but the time limit,
-    an undetermined limit under a time limit (`timed`) is that one."""
+    Glop and CP-SAT leave it undetermined, and as schedopt sets no limit but a time limit
+    (wall-clock or CP-SAT's deterministic one), an undetermined limit under one (`timed`) is
+    that one."""
     r, T, S = result_pb2, Termination, SolutionStatus
     limit = {r.LIMIT_TIME: T.TIME_LIMIT, r.LIMIT_ITERATION: T.ITERATION_LIMIT,
              r.LIMIT_NODE: T.ITERATION_LIMIT, r.LIMIT_SOLUTION: T.ITERATION_LIMIT,

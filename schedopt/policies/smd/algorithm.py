@@ -51,9 +51,9 @@ DEFAULT_MAX_ITERATIONS = 50
 PRICE_ITERATIONS = 8  # subgradient steps per parametric problem (warm-started)
 DEFAULT_SEARCH_STEPS = 30  # ruin-and-recreate steps after the paper's method (at most)
 DEFAULT_TIME_LIMIT = 5.0  # CPU seconds: a safety cap on the search (docs/smd.md)
-REPAIR_LIMIT = 30.0  # seconds the feasibility repair may take
+REPAIR_WORK = 30.0  # CP-SAT deterministic time the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
-PLACE_LIMIT = 0.25  # seconds CP-SAT may take to place the bound's configuration choice
+PLACE_WORK = 0.25  # CP-SAT deterministic time to place the bound's configuration choice
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
 DEFAULT_LNS_STEPS = 20  # steps of the large-neighbourhood search over the exact MILP (neighbourhood.py)
 
@@ -229,7 +229,7 @@ def _rounded(problem: SmdProblem, program, values: np.ndarray) -> Packing | None
 def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
         seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
-        place_limit: float = PLACE_LIMIT, beyond: bool = True,
+        place_limit: float = PLACE_WORK, beyond: bool = True,
         lns_steps: int = DEFAULT_LNS_STEPS, lp_start: bool = True) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
@@ -237,7 +237,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       and the bounded placement search cannot place one worker and one PS per job: it places
       them or proves that nothing can (status infeasible with that reason);
     - the Lagrangian bound's own configuration choice as one more start of phase 2, placed
-      first fit or, when that fails, by CP-SAT within `place_limit` seconds (0: not tried);
+      first fit or, when that fails, by CP-SAT within `place_limit` units of its deterministic
+      time (`schedopt.policies.smd.cpsat`; 0: not tried);
     - the LP relaxation's placement (below) rounded down per machine, a worker or PS put back
       where a job has none, as one more start of phase 2 (lp_start=False leaves it out, for
       comparisons);
@@ -276,7 +277,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     program = None
     if start is None and beyond:
         program = exact_program(problem, cfg, symmetry=False)
-        placed, why = repair(program, REPAIR_LIMIT)
+        placed, why = repair(program, REPAIR_WORK)
         if placed is None:
             proven = why == "infeasible"
             reason = ("no placement of one worker and one PS per job exists (proven by CP-SAT)"

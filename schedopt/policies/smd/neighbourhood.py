@@ -8,7 +8,8 @@ the other jobs leave of each machine's resources is the capacity of a sub-proble
 freed jobs alone (`SmdProblem.restrict`) on the machines they were on plus EXTRA_HOSTS random
 ones with room for one of their tasks. Its MILP (`schedopt.policies.smd.milp`, the rows of
 smd_exact) goes to CP-SAT with the freed jobs' current placement as a hint, one thread, at most
-`step_limit` seconds; its answer replaces that placement when their sum of completion times
+`step_work` units of CP-SAT's deterministic time (`schedopt.policies.smd.cpsat`: the same answer
+whatever the machine's load); its answer replaces that placement when their sum of completion times
 falls, so the incumbent never gets worse. Half of these steps include a machine with a free
 GPU (a GPU nobody can use is what a tighter packing turns into workers).
 
@@ -30,15 +31,13 @@ import time
 
 import numpy as np
 
-from schedopt.backends import SolveOptions
-from schedopt.backends.session import Solver
 from schedopt.errors import SolveError
+from schedopt.policies.smd import cpsat
 from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.model import Placement, SmdProblem
 
-SOLVER = "cpsat"
 MAX_JOBS = 5  # jobs freed per step
-STEP_LIMIT = 1.0  # wall seconds CP-SAT may take per step (a safety: steps take 10-60 ms CPU)
+STEP_WORK = 1.0  # CP-SAT deterministic time per step (a safety: steps take 10-60 ms CPU)
 EXTRA_HOSTS = 2  # machines a step may move freed tasks to beyond those they were on
 
 
@@ -75,14 +74,14 @@ def _guided(X: np.ndarray, Y: np.ndarray, guide: tuple[np.ndarray, np.ndarray],
 
 
 def improve(problem: SmdProblem, placement: Placement, steps: int, seed: int = 0,
-            max_jobs: int = MAX_JOBS, step_limit: float = STEP_LIMIT,
+            max_jobs: int = MAX_JOBS, step_work: float = STEP_WORK,
             time_limit: float = np.inf, target: float = -np.inf,
             guide: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Placement, dict]:
     """The search of the module docstring from `placement`: `steps` steps, fewer when
     `time_limit` seconds of CPU time pass first or once the objective is within 1e-9 of
-    `target` (a lower bound). With one thread and every step solved within `step_limit`, a
-    fixed seed gives the same answer on every run (CP-SAT's time limit is wall-clock: on a
-    heavily loaded machine a step may stop early and the answer differ). Returns the best
+    `target` (a lower bound). Every step is limited by CP-SAT's deterministic time
+    (`step_work`), so with `time_limit` (a CPU-time safety cap) not reached, a fixed seed gives
+    the same answer on every run, whatever the machine's load. Returns the best
     placement and statistics: steps, improved (steps that lowered the objective), solved
     (steps CP-SAT solved to optimality), seconds (wall), trace ((CPU seconds since the start,
     objective in seconds) as each step begins, and at the end), and `skipped` ("no solver") when
@@ -125,8 +124,7 @@ def improve(problem: SmdProblem, placement: Placement, steps: int, seed: int = 0
         program = exact_program(sub, cfg, symmetry=False)
         hint = program.start(cfg, Placement(X[np.ix_(jobs, hosts)], Y[np.ix_(jobs, hosts)]))
         try:
-            result = Solver(SOLVER, SolveOptions(time_limit=step_limit, threads=1,
-                                                 start=hint)).solve(program.lp)
+            result = cpsat.solve(program.lp, step_work, hint)
         except SolveError:
             stats["skipped"] = "no solver"
             break

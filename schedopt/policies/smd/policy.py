@@ -24,7 +24,7 @@ from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.smd.algorithm import (DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS,
                                              DEFAULT_LNS_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_LIMIT,
-                                             PLACE_LIMIT,
+                                             PLACE_WORK,
                                              SmdSolution, smd)
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
 from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
@@ -61,11 +61,12 @@ def _no_solver(policy: str, solver: str) -> None:
 def smd_policy(instance: Instance, solver: str, options: SolveOptions,
                epsilon: float = DEFAULT_EPSILON, max_iterations: int = DEFAULT_MAX_ITERATIONS,
                search_steps: int = DEFAULT_SEARCH_STEPS, seed: int = 0,
-               place_limit: float = PLACE_LIMIT, lns_steps: int = DEFAULT_LNS_STEPS) -> Outcome:
+               place_limit: float = PLACE_WORK, lns_steps: int = DEFAULT_LNS_STEPS) -> Outcome:
     """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
     residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
     ruin-and-recreate steps after the paper's method, seed its random choices, place_limit the
-    seconds CP-SAT may take to place the Lagrangian bound's choice (0: not tried; then CP-SAT runs
+    work CP-SAT may do to place the Lagrangian bound's choice, in its deterministic time (about
+    seconds of one core; the same answer whatever the machine's load; 0: not tried; then CP-SAT runs
     only when nothing else places one worker and one PS per job), lns_steps the
     steps of the large-neighbourhood search over the exact MILP (CP-SAT; 0: none). options.time_limit
     (CPU seconds of the whole call, default DEFAULT_TIME_LIMIT) stops the search early."""
@@ -79,7 +80,7 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
             raise PolicyError(f"{name} must be an integer >= {least}, got {value!r}")
     if isinstance(place_limit, bool) or not isinstance(place_limit, (int, float)) \
             or not 0 <= place_limit < float("inf"):
-        raise PolicyError(f"place_limit must be a number of seconds >= 0, got {place_limit!r}")
+        raise PolicyError(f"place_limit must be a number >= 0 (CP-SAT deterministic time), got {place_limit!r}")
     problem = SmdProblem.from_instance(instance)
     limit = DEFAULT_TIME_LIMIT if options.time_limit is None else options.time_limit
     return _outcome(problem, smd(problem, float(epsilon), max_iterations, search_steps, seed,
@@ -106,8 +107,8 @@ def greedy_policy(instance: Instance, solver: str, options: SolveOptions) -> Out
 class SmdOptions:
     """epsilon: stopping tolerance of the sum-of-ratios residuals, in (0, 1); max_iterations:
     cap on its Newton iterations; search_steps: ruin-and-recreate steps after the paper's
-    method; seed: the search's random choices; place_limit: seconds CP-SAT may take to place
-    the Lagrangian bound's configuration choice (0: not tried); lns_steps: steps
+    method; seed: the search's random choices; place_limit: CP-SAT deterministic time (about
+    seconds of one core) to place the Lagrangian bound's configuration choice (0: not tried); lns_steps: steps
     of the large-neighbourhood search over the exact MILP after the numpy search (CP-SAT, a few
     jobs at a time; 0: none)."""
 
@@ -115,7 +116,7 @@ class SmdOptions:
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     search_steps: int = DEFAULT_SEARCH_STEPS
     seed: int = 0
-    place_limit: float = PLACE_LIMIT
+    place_limit: float = PLACE_WORK
     lns_steps: int = DEFAULT_LNS_STEPS
 
 

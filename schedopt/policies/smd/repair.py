@@ -10,27 +10,25 @@ import dataclasses
 
 import numpy as np
 
-from schedopt.backends import SolveOptions
-from schedopt.backends.session import Solver
 from schedopt.errors import SolveError
+from schedopt.policies.smd import cpsat
 from schedopt.policies.smd.milp import ExactProgram
 from schedopt.policies.smd.model import Placement
 
-SOLVER = "cpsat"
 
-
-def place(program: ExactProgram, choice: np.ndarray, time_limit: float) -> tuple[Placement | None, str]:
+def place(program: ExactProgram, choice: np.ndarray, work: float) -> tuple[Placement | None, str]:
     """(a placement of exactly the configurations `choice` (n,) column indices, or None, why):
     "placed", "infeasible" (proven: no placement of them exists), "time limit" (none found
-    within time_limit seconds) or "no solver" (CP-SAT, the `ortools` extra, is not installed)."""
+    within `work` units of CP-SAT's deterministic time, `schedopt.policies.smd.cpsat`) or "no
+    solver" (CP-SAT, the `ortools` extra, is not installed)."""
     lp = program.lp
     lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
     fixed = np.zeros(program.z.shape)
     fixed[np.arange(fixed.shape[0]), choice] = 1
     lower[program.z.columns] = upper[program.z.columns] = fixed.ravel()
     try:
-        result = Solver(SOLVER, SolveOptions(time_limit=time_limit, threads=1)).solve(
-            dataclasses.replace(lp, col_lower=lower, col_upper=upper, c=np.zeros(lp.num_cols)))
+        result = cpsat.solve(dataclasses.replace(lp, col_lower=lower, col_upper=upper,
+                                                 c=np.zeros(lp.num_cols)), work)
     except SolveError:
         return None, "no solver"
     if result.status.has_solution:
@@ -40,6 +38,6 @@ def place(program: ExactProgram, choice: np.ndarray, time_limit: float) -> tuple
     return None, "infeasible" if result.status.value == "infeasible" else "time limit"
 
 
-def repair(program: ExactProgram, time_limit: float) -> tuple[Placement | None, str]:
+def repair(program: ExactProgram, work: float) -> tuple[Placement | None, str]:
     """`place` of one worker and one PS per job (configuration column 0 is (1, 1))."""
-    return place(program, np.zeros(program.z.shape[0], dtype=np.int64), time_limit)
+    return place(program, np.zeros(program.z.shape[0], dtype=np.int64), work)

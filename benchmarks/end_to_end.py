@@ -8,7 +8,11 @@ types, 3/8 of a GPU per job, seed 0), writes it to a temporary folder (a JSON fi
 `parquet`, the same jobs as a Parquet table named by a small JSON file), then measures, best of
 REPEATS (wall seconds, and CPU seconds, which move less on a shared machine):
 - in process: `schedopt.solve` on the same problem built from arrays (the modules already
-  imported: the solve alone), alternating with the end-to-end runs;
+  imported: the solve alone), alternating with the end-to-end runs, in this process, which has
+  solved the problem once before (warm: the target's reference);
+- first solve: the same, but the first solve of a fresh process (modules imported and the
+  problem built beforehand, untimed), which pays what a solve does once per process (highspy's
+  first run, memory first touched), as the command does;
 - end to end: the command in a fresh process, from its start until it has exited with the
   result document written (interpreter start, imports, loading, solving, writing), stdout
   thrown away; and the process's peak resident memory (GNU time);
@@ -106,6 +110,27 @@ print(repr(steps))
 """
 
 
+# A fresh process that times its first solve of the problem built from arrays (run with JOBS).
+FIRST_SOLVE = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+import schedopt
+from exact_at_scale import contended
+problem = contended(int(sys.argv[1]))
+start, cpu = time.perf_counter(), time.process_time()
+schedopt.solve(problem)
+print(repr((time.perf_counter() - start, time.process_time() - cpu)))
+"""
+
+
+def first_solve(jobs: int) -> tuple[float, float]:
+    """(wall s, CPU s) of the first solve of the problem in a fresh process."""
+    child = subprocess.run([sys.executable, "-c", FIRST_SOLVE, str(jobs),
+                            str(Path(__file__).resolve().parent)],
+                           capture_output=True, text=True, check=True, env=child_environment())
+    return eval(child.stdout.strip().splitlines()[-1])  # our own repr
+
+
 def child_environment(tree: str | None = None) -> dict:
     """The environment of the measured processes: bytecode kept (in a temporary folder), and
     PYTHONPATH set to `tree` when given."""
@@ -162,6 +187,7 @@ def main() -> None:
                         help="a folder holding another tree's schedopt package, run alongside")
     parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
+    started = os.getloadavg()[0]
     rows, steps = [], []
     with tempfile.TemporaryDirectory() as folder:
         for jobs in args.jobs:
@@ -176,11 +202,13 @@ def main() -> None:
                 inside = []
                 for tree in trees:  # untimed: compiles the package's bytecode where needed
                     end_to_end(path, output, tree)
+                first = []
                 for _ in range(args.repeats):
                     # In process and end to end alternate, so that both see the same load.
                     start, cpu = time.perf_counter(), time.process_time()
                     schedopt.solve(problem)
                     inside.append((time.perf_counter() - start, time.process_time() - cpu))
+                    first.append(first_solve(jobs))
                     for tree in trees:
                         runs[tree].append(end_to_end(path, output, tree))
                         written = orjson.loads(output.read_bytes())
@@ -189,20 +217,25 @@ def main() -> None:
                 if args.breakdown:
                     steps.append((jobs, kind, breakdown(path, output)))
                 size = sum(p.stat().st_size for p in Path(folder).glob(f"instance-{jobs}-{kind}*"))
-                rows.append((jobs, kind, size / 1e6, inside, runs))
+                rows.append((jobs, kind, size / 1e6, inside, first, runs))
                 for p in Path(folder).glob(f"instance-{jobs}-{kind}*"):
                     p.unlink()
-    print(f"load average {os.getloadavg()[0]:.1f} at the end; best of {args.repeats}, "
-          f"wall (CPU) seconds")
-    print("| jobs | jobs from | file MB | in-process solve s | end to end s | ratio (CPU ratio) "
-          "| peak MB |" + (" before s | before / now |" if args.before else ""))
-    print("|---:|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.before else ""))
-    for jobs, kind, mb, inside, runs in rows:
+    print(f"load average {started:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; best "
+          f"of {args.repeats}, wall (CPU) seconds; ratios: end to end over the in-process solve "
+          f"(warm) and over the first solve of a fresh process")
+    print("| jobs | jobs from | file MB | in-process solve s | first solve s | end to end s "
+          "| ratio (CPU ratio) | ratio to first solve | peak MB |"
+          + (" before s | before / now |" if args.before else ""))
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.before else ""))
+    for jobs, kind, mb, inside, first, runs in rows:
         wall_in, cpu_in = min(w for w, _ in inside), min(c for _, c in inside)
+        wall_first, cpu_first = min(w for w, _ in first), min(c for _, c in first)
         now = runs[None]
         wall, cpu = min(r[0] for r in now), min(r[1] for r in now)
-        line = (f"| {jobs:,} | {kind} | {mb:.1f} | {wall_in:.2f} ({cpu_in:.2f}) | {wall:.2f} "
-                f"({cpu:.2f}) | {wall / wall_in:.2f}x ({cpu / cpu_in:.2f}x) | "
+        line = (f"| {jobs:,} | {kind} | {mb:.1f} | {wall_in:.2f} ({cpu_in:.2f}) | "
+                f"{wall_first:.2f} ({cpu_first:.2f}) | {wall:.2f} ({cpu:.2f}) | "
+                f"{wall / wall_in:.2f}x ({cpu / cpu_in:.2f}x) | "
+                f"{wall / wall_first:.2f}x ({cpu / cpu_first:.2f}x) | "
                 f"{max(r[2] for r in now):,.0f} |")
         if args.before:
             old = runs[args.before]

@@ -190,7 +190,8 @@ def columnar_instance(raw: bytes, source: str) -> Instance | None:
     if jobs is None:
         return None
     ids = list(map(attrgetter("id"), jobs))
-    if len(set(ids)) != len(ids) or not set(perf.get("cpu_time", {})) <= set(ids):
+    distinct = set(ids)
+    if len(distinct) != len(ids) or not set(perf.get("cpu_time", {})) <= distinct:
         return None
     job_type = _strings(jobs, "type")
     throughput = _throughput(jobs, row_types, types, job_type, perf.get("throughput", {}))

@@ -53,7 +53,7 @@ DEFAULT_SEARCH_STEPS = 30  # ruin-and-recreate steps after the paper's method (a
 DEFAULT_TIME_LIMIT = 5.0  # CPU seconds: a safety cap on the search (docs/smd.md)
 REPAIR_WORK = 30.0  # CP-SAT deterministic time the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
-PLACE_WORK = 0.25  # CP-SAT deterministic time to place the bound's configuration choice
+PLACE_WORK = 0.05  # CP-SAT deterministic time to place the bound's configuration choice (docs/smd.md)
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
 DEFAULT_LNS_STEPS = 20  # steps of the large-neighbourhood search over the exact MILP (neighbourhood.py)
 

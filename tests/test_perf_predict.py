@@ -10,8 +10,8 @@ import pytest
 from schedopt.perf import PerformanceModel, complete, hide_units, model_from_arrays
 from scipy.stats import halfnorm
 
-from schedopt.perf.predict import (CALIBRATION_QUANTILE, ERROR_FLOOR, PAIR_MEMBERS, _calibrated_sd,
-                                   predict)
+from schedopt.perf.predict import (CALIBRATION_QUANTILE, ERROR_FLOOR, MEMBERS, PAIR_MEMBERS, _Members,
+                                   _calibrated_sd, predict)
 from schedopt.perf.side import GroupRidge, job_type_info, relative_ratios
 from schedopt.traces.performance import label
 
@@ -198,8 +198,8 @@ def test_isolated_weights_are_chosen_per_single_and_multi_gpu_job_types():
         assert f"pairs:{g}" in ens.weights
         for rows in ("single-GPU", "multi-GPU"):
             w = ens.weights[f"isolated:{g}:{rows}"]
-            assert set(w) == {"als", "als_gpu", "side", "ratio"} and sum(w.values()) == pytest.approx(1.0)
-        assert "ratio" not in ens.weights[f"pairs:{g}"]
+            assert set(w) == set(MEMBERS) and sum(w.values()) == pytest.approx(1.0)
+        assert "ratio" not in ens.weights[f"pairs:{g}"] and "scaling" not in ens.weights[f"pairs:{g}"]
     assert np.isfinite(ens.model.values[hidden]).all()
     # the ratio member can only be given weight where held-out folds favour it
     without = predict(seen, seed=0, ensemble=0, members=PAIR_MEMBERS, **FAST)
@@ -220,6 +220,58 @@ def test_measured_isolated_zeros_stay_zero_and_are_no_relative_s_ratio():
     assert ens.model.values[a, 1] == 0.0 and ens.model.known[a, 1]
     positive = hidden & np.isfinite(ens.model.values)
     assert (ens.model.values[positive] > 0).all() and np.isfinite(np.log(ens.model.values[positive])).all()
+
+
+def _scaling_member(model: PerformanceModel) -> _Members:
+    return _Members(model, 2, 0.3, [(2, 0.3)] * len(model.gpu_types), seed=0)
+
+
+def test_scaling_member_recovers_a_planted_models_by_scale_factor_matrix():
+    # log steps/s = model speed + (model, GPU type) + (scale factor, GPU type) effects + a
+    # rank-1 interaction of the model with (scale factor, GPU type): the member's own form on
+    # the matrix models x (scale factor, GPU type), planted exactly
+    rng = np.random.default_rng(8)
+    models = [f"{f} (batch size {b})" for f in ("Alpha", "Beta") for b in (8, 16, 32, 64)]
+    scales = (1, 2, 4, 8)
+    types = [label(m, s) for m in models for s in scales]
+    M, S, J = len(models), len(scales), len(GPUS)
+    speed, per_gpu = rng.normal(1.0, 0.5, M), rng.normal(0.0, 0.5, (M, J))
+    column = np.log(scales)[:, None] * rng.uniform(0.6, 1.0, (S, J))
+    u, w = rng.normal(0.0, 0.5, M), rng.normal(0.0, 0.5, (S, J))
+    log_truth = (speed[:, None, None] + per_gpu[:, None, :] + column[None] + u[:, None, None] * w[None])
+    log_truth = log_truth.reshape(M * S, J)  # rows in the order of `types`
+    model = model_from_arrays(types, GPUS, np.exp(log_truth))
+    hidden = np.zeros(model.shape, dtype=bool)
+    hidden[:, :J] = rng.random((M * S, J)) < 0.2
+    fitter = _scaling_member(model)
+    got = fitter.scaling(~hidden, rank=1, lam=1e-6)
+    cells = hidden[:, :J]
+    assert cells.sum() >= 10 and np.isfinite(got[:, :J][cells]).all()
+    np.testing.assert_allclose(got[:, :J][cells], log_truth[cells], atol=1e-2)
+    # a model's rates at other scale factors are what it is read from: with one model's every
+    # cell unknown the member has nothing for it (the ensemble's other members fill it)
+    gone = hidden.copy()
+    gone[:S, :J] = True
+    assert np.isnan(fitter.scaling(~gone, rank=1, lam=1e-6)[:S, :J]).all()
+
+
+def test_scaling_member_ignores_measured_zeros_and_predict_keeps_them():
+    model, _ = planted(seed=9)
+    values = model.values.copy()
+    a = model.job_types.index("Beta (batch size 32) x4")
+    values[a, 2] = 0.0  # cannot run on g2
+    zeroed = model.with_values(values, known=np.isfinite(values))
+    hidden = hide_units(zeroed, 0.4, "isolated", seed=5)
+    seen = zeroed.hide(hidden)
+    without_cell = seen.hide(np.eye(1, seen.values.size, a * seen.shape[1] + 2, dtype=bool).reshape(seen.shape))
+    everything = np.ones(seen.shape, dtype=bool)
+    # the measured 0 takes no part in the fit: the same prediction as with the cell unknown
+    np.testing.assert_array_equal(_scaling_member(seen).scaling(everything, 2, 0.1),
+                                  _scaling_member(without_cell).scaling(everything, 2, 0.1))
+    ens = predict(seen, seed=0, ensemble=0, **FAST)
+    assert ens.weights[f"isolated:{GPUS[2]}:multi-GPU"]["scaling"] >= 0
+    assert ens.model.values[a, 2] == 0.0 and ens.model.known[a, 2]
+    assert (ens.model.values[hidden] > 0).all()
 
 
 def test_calibrated_sd_follows_each_family_s_error_scale():

@@ -57,8 +57,10 @@ import numpy as np
 from schedopt.errors import PolicyError, SchedoptError
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
+from schedopt.backends.base import relative_gap
 from schedopt.policies.chronus.lease_milp import (
     DEFAULT_SOLVER,
+    PROVEN_GAP,
     WORK_TOLERANCE,
     ChronusPlan,
     LeaseProblem,
@@ -163,6 +165,11 @@ DEFAULT_SLOTS_PER_DOUBLING = 16
 RUN_THROUGH_OVERHEAD = 0.05
 FILLS = ("deadline", "service")
 OTHERS = ("plan", "fill", "auto")
+# lazy "auto": lease 0 in the fill's order only while the median admitted job could still wait
+# this share of its running time left (benchmarks/chronus_lease_lengths.py: at deadlines of
+# 1.3x a job's duration lazy guarantees missed more than the lease MILP's lease 0, at 2x and 3x
+# fewer).
+LAZY_SLACK = 0.5
 
 
 @dataclass(frozen=True)
@@ -191,10 +198,14 @@ class LeaseSettings:
     lease MILP plans (`plan_boundary`): "plan" every one with a reachable option (by value),
     "fill" none (they get the GPUs the admitted jobs leave, in the fill's earliest-deadline
     order), "auto" those that earliest deadline first, projected from now, would miss
-    (`edf_meets`); tails: with the overhead counted per run, plans may use the part of the
-    lease a deadline falls in before the deadline (`option_tails`); lazy: the next lease goes
-    to the jobs in the fill's order (earliest deadline first) whenever the admitted jobs' rest
-    of work still packs after it (`plan_boundary`)."""
+    (`edf_meets`; the default); tails: with the overhead counted per run, plans may use the
+    part of the lease a deadline falls in before the deadline (`option_tails`; default true);
+    lazy: the next lease goes to the jobs in the fill's order (earliest deadline first)
+    whenever the admitted jobs' rest of work still packs after it (`plan_boundary`), "auto"
+    (the default) only at boundaries where every admitted job has slack (`lazy_now`); search:
+    true runs the lease MILP's solver stages within time_limit (wall clock, so a plan can
+    depend on the machine's load), false (the default) the LP relaxation and its roundings
+    only (`solve_lease_problem`), the same plan on any machine."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -209,18 +220,21 @@ class LeaseSettings:
     work_conserving: bool = True
     fill: str = "deadline"
     repack: bool = False
-    others: str = "plan"
-    tails: bool = False
-    lazy: bool = False
+    others: str = "auto"
+    tails: bool = True
+    lazy: bool | str = "auto"
+    search: bool = False
 
     def __post_init__(self):
         if self.others not in OTHERS:
             raise PolicyError(f"others must be one of {', '.join(OTHERS)}, got {self.others!r}")
         if self.fill not in FILLS:
             raise PolicyError(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
-        for name in ("work_conserving", "tails", "lazy"):
+        for name in ("work_conserving", "tails", "search"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise PolicyError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.lazy, (bool, np.bool_)) and self.lazy != "auto":
+            raise PolicyError(f"lazy must be true, false or 'auto', got {self.lazy!r}")
         for name in ("lease_seconds", "resume_overhead_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -636,12 +650,12 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
             held=None if held is None else held[planned],
             work=job_set.leases_needed if per_run else None, option_tail=tail)
         plan = solve_lease_problem(problem, solver=solver or settings.solver,
-                                   time_limit=settings.time_limit)
+                                   time_limit=settings.time_limit, search=settings.search)
         if plan.unplaced:
             plan = _rescue(problem, plan)
         if plan.unplaced and reserved:
             plan = _reserved_plan(problem, plan, planned, reserved)
-        if settings.lazy and not plan.unplaced:
+        if lazy_now(jobs, admitted, now, settings) and not plan.unplaced:
             plan = _lazy_plan(problem, plan, planned, admitted[planned],
                               fill_in_order(jobs.gpus, fill_order(jobs, np.arange(jobs.num_jobs),
                                                                   now, settings, held), capacity),
@@ -657,6 +671,23 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
         int(planned[i]): slot_leases(width, slots)
         for i, slots in _latest_reservations(problem, plan, admitted[planned]).items()}
     return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved)
+
+
+def lazy_now(jobs: LeaseJobs, admitted: np.ndarray, now: float,
+             settings: LeaseSettings) -> bool:
+    """Whether lease 0 goes to the jobs in the fill's order at this boundary (`_lazy_plan`):
+    lazy True always, False never, "auto" when the median over the admitted jobs of slack
+    (first deadline - now - seconds of running left, s) less LAZY_SLACK times the seconds of
+    running left is >= 0 (or no job is admitted). Not the least slack: lazy guarantees run
+    admitted jobs late, so some always have little left."""
+    if settings.lazy != "auto":
+        return bool(settings.lazy)
+    mine = np.flatnonzero(admitted)
+    due = np.full(jobs.num_jobs, np.inf)
+    np.minimum.at(due, jobs.option_job, jobs.option_deadline_s)
+    left = jobs.remaining_s[mine]
+    slack = due[mine] - now - left
+    return bool(mine.size == 0 or np.median(slack - LAZY_SLACK * left) >= 0)
 
 
 def _reserved_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray,
@@ -787,8 +818,10 @@ def _lazy_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray,
         if packed is None:
             return plan
         chosen[keep] = np.where(options >= 0, options, chosen[keep])
-    return replace(plan, status=Status.FEASIBLE, objective=plan_objective(problem, chosen, packed),
-                   leases=packed, chosen=chosen,
+    objective = plan_objective(problem, chosen, packed)
+    gap = relative_gap(objective, plan.bound)
+    return replace(plan, status=Status.OPTIMAL if gap is not None and gap <= PROVEN_GAP
+                   else Status.FEASIBLE, objective=objective, leases=packed, chosen=chosen,
                    details={**plan.details, "incumbent_from": "edf"})
 
 
@@ -821,7 +854,8 @@ def _after_first(problem: LeaseProblem, keep: np.ndarray, first: np.ndarray,
         admitted=np.ones(int(rest.sum()), dtype=bool), width=problem.width[1:],
         overhead=problem.overhead, held=first[rest], work=need[rest] if per_run else None,
         option_tail=tail if tail.any() else None)
-    found = solve_lease_problem(shifted, solver=solver, time_limit=settings.time_limit)
+    found = solve_lease_problem(shifted, solver=solver, time_limit=settings.time_limit,
+                                search=settings.search)
     if found.unplaced or np.any(found.chosen < 0):
         return None, None
     for m, i in enumerate(np.flatnonzero(rest)):
@@ -848,6 +882,8 @@ def edf_meets(jobs: LeaseJobs, candidates: np.ndarray, capacity: int, now: float
     free_at = np.full(capacity, float(now))  # when each GPU is next free, ascending
     for j in order:
         g = int(jobs.gpus[j])
+        if g > capacity:  # never runs on this pool
+            continue
         end = free_at[g - 1] + jobs.remaining_s[j] + lost[j]
         meets[j] = end <= due[j] + 1e-9
         free_at[:g] = end

@@ -469,7 +469,7 @@ class _Best:
 
 def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SOLVER,
                         time_limit: float | None = 5.0, mip_gap: float | None = None,
-                        threads: int | None = None) -> ChronusPlan:
+                        threads: int | None = None, search: bool = True) -> ChronusPlan:
     """Solve one lease boundary by the stages of the module docstring.
 
     solver: the Solver session of the MILP stages (a backend name builds one); the LP stage
@@ -478,8 +478,12 @@ def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SO
     when stage 4 did not run. time_limit: seconds for all stages together (None: no limit);
     mip_gap: relative gap to the bound at which the MILP stages stop; threads: solver threads
     (mip_gap and threads None: the session's). `details` holds incumbent_from, lp_bound,
-    solver_bound and stage_end (seconds from the start at which each stage that ran ended)."""
+    solver_bound and stage_end (seconds from the start at which each stage that ran ended).
+    search False: stages 1-2 only, the LP without a time limit, so that the plan does not
+    depend on the machine's speed or load (the same problem gives the same plan)."""
     start = time.perf_counter()
+    if not search:
+        time_limit = None
     session = solver if isinstance(solver, Solver) else Solver(solver)
     threads = session.settings.threads if threads is None else threads
     mip_gap = session.settings.mip_gap if mip_gap is None else mip_gap
@@ -511,11 +515,14 @@ def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SO
         hint = _plan_vector(problem, *(rounded[0] if best.chosen is None else (best.chosen,
                                                                              best.held)))
         stage_end["lp_rounding"] = time.perf_counter() - start
-        if left(STOP_SECONDS) != 0.0 and not best.stop_reason(lp_bound, mip_gap, left()):
+        if search and left(STOP_SECONDS) != 0.0 and not best.stop_reason(lp_bound, mip_gap,
+                                                                           left()):
             best.offer_result("restricted", stage(left(STOP_SECONDS), hint).solve(
                 _restricted(problem, milp, x, hint)))
             stage_end["restricted"] = time.perf_counter() - start
     stopped = best.stop_reason(lp_bound, mip_gap, left(STOP_SECONDS))
+    if not stopped and not search:
+        stopped = "search off: the LP and its roundings only"
     if not stopped:
         if best.chosen is not None:
             hint = _plan_vector(problem, best.chosen, best.held)

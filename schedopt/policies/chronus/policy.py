@@ -52,8 +52,8 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    run_through: bool | None = None,
                    resume_overhead_per: str = "run", work_conserving: bool = True,
                    fill: str = "deadline", readmit: bool = False,
-                   repack: bool = False, others: str = "plan", tails: bool = False,
-                   lazy: bool = False) -> Outcome:
+                   repack: bool = False, others: str = "auto", tails: bool = True,
+                   lazy: bool | str = "auto", search: bool = False) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -70,7 +70,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
     settings = _settings(session, lease_seconds, resume_overhead_s, horizon_leases, sigma,
                          horizon_seconds, slots_per_doubling, run_through, resume_overhead_per,
-                         fill, repack, others, tails, lazy)
+                         fill, repack, others, tails, lazy, search)
     if gpu_type == ALL_TYPES and len(instance.cluster.gpu_types) > 1:
         return _pools_outcome(instance, settings, round_up, session, clock)
     if gpu_type == ALL_TYPES:
@@ -110,7 +110,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
 def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases, sigma,
               horizon_seconds, slots_per_doubling, run_through,
               resume_overhead_per, fill="deadline", repack=False, others="plan",
-              tails=False, lazy=False) -> LeaseSettings:
+              tails=True, lazy="auto", search=False) -> LeaseSettings:
     """The lease settings of the options, the MILP on the session's backend within its time
     limit (DEFAULT_TIME_LIMIT s when it has none)."""
     limit = session.settings.time_limit
@@ -118,7 +118,7 @@ def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases,
                          session.name or DEFAULT_SOLVER,
                          DEFAULT_TIME_LIMIT if limit is None else limit, horizon_seconds,
                          slots_per_doubling, run_through, resume_overhead_per, fill=fill,
-                         repack=repack, others=others, tails=tails, lazy=lazy)
+                         repack=repack, others=others, tails=tails, lazy=lazy, search=search)
 
 
 def _grown(memory: dict, key: str, size: int, dtype=bool) -> np.ndarray:
@@ -288,12 +288,16 @@ class ChronusOptions:
     reservations to make room (`boundary.admit_arrivals`; default False). Measured on
     benchmarks/chronus_lease_lengths.py, both admit more jobs at tight deadlines and miss more
     at loose ones. others: which SLO jobs without a guarantee the lease MILP plans, "plan"
-    (all, by value), "fill" (none: the earliest-deadline fill runs them) or "auto" (those an
-    earliest-deadline-first projection says would miss); tails: with the overhead counted per
-    run, plans may use the part of the lease a deadline falls in (`LeaseSettings`); lazy: the
-    next lease goes to the jobs in the fill's earliest-deadline order whenever the admitted
-    jobs' rest of work still fits after it (a latest-fit packing, else the lease MILP over the
-    leases after it), else as the lease MILP plans it (`boundary.plan_boundary`)."""
+    (all, by value), "fill" (none: the earliest-deadline fill runs them) or "auto" (the
+    default: those an earliest-deadline-first projection says would miss); tails: with the
+    overhead counted per run, plans may use the part of the lease a deadline falls in
+    (default True; `LeaseSettings`); lazy: the next lease goes to the jobs in the fill's
+    earliest-deadline order whenever the admitted jobs' rest of work still fits after it (a
+    latest-fit packing, else the lease MILP over the leases after it), else as the lease MILP
+    plans it (`boundary.plan_boundary`); "auto" (the default) only while every admitted job's
+    slack is at least half its running time left (`boundary.lazy_now`); search: True runs the
+    lease MILP's solver stages within the time limit (wall clock), False (the default) its LP
+    and roundings only, a plan that does not depend on the machine's load (`LeaseSettings`)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -309,9 +313,10 @@ class ChronusOptions:
     fill: str = "deadline"
     readmit: bool = False
     repack: bool = False
-    others: str = "plan"
-    tails: bool = False
-    lazy: bool = False
+    others: str = "auto"
+    tails: bool = True
+    lazy: bool | str = "auto"
+    search: bool = False
 
 
 class Chronus(Policy):

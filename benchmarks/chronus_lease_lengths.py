@@ -10,14 +10,16 @@ work arrives --burst times faster), on one pool of --gpus GPUs (8 per node); a s
 Each trace is replayed with `schedopt.simulation.lease_sim.simulate_leases` under chronus
 (default options: a 32 h window, leases planned one by one near now and in coarser slots
 farther, the resume overhead counted once per run of consecutive leases; --overhead-per lease
-counts it in every lease, as Chronus's artifact does), edf and srtf, resume overhead 30 s, lease
-MILP limit --time-limit s; GPUs idle between boundaries go to waiting jobs at once
+counts it in every lease, as Chronus's artifact does; the lease MILP's LP relaxation and its
+roundings, so the results do not depend on the machine's load; lazy guarantees while the
+admitted jobs have slack), edf and srtf, resume overhead 30 s, lease MILP limit --time-limit s
+(it binds only with --chronus search=true); GPUs idle between boundaries go to waiting jobs at once
 (--work-conserving off: they wait for the next boundary). Columns: SLO
 miss ratio of each scheduler; `adm` SLO jobs Chronus admitted (at any time) and `adm miss`
 how many of them missed their deadline; `milp s` mean and max seconds of a Chronus decision
 at a boundary (admission + lease MILP + fill); `ok` whether chronus <= min(edf, srtf).
 --chronus NAME=VALUE (repeatable) passes one more option to chronus only, e.g. repack=true,
-readmit=true, sigma=1, others=auto, tails=true, lazy=true
+readmit=true, sigma=1, others=plan, tails=false, lazy=true, search=true
 (`schedopt.policies.chronus.policy.ChronusOptions`).
 
     python benchmarks/chronus_lease_lengths.py [--csv PATH] [--seeds 0,1] [--factors 1.3,2,3]
@@ -105,8 +107,8 @@ def main() -> None:
     parser.add_argument("--work-conserving", choices=("on", "off"), default="on")
     parser.add_argument("--chronus", action="append", default=[], metavar="NAME=VALUE",
                         help="one more chronus option (VALUE as JSON, else a string: "
-                             "repack=true, sigma=1, fill=service, others=auto, tails=true, "
-                             "lazy=true)")
+                             "repack=true, sigma=1, fill=service, others=plan, tails=false, "
+                             "lazy=true, search=true)")
     args = parser.parse_args()
     chronus = {}
     for item in args.chronus:

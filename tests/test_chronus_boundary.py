@@ -116,8 +116,11 @@ def boundary_states(draw):
 @given(boundary_states())
 def test_admission_reservations_are_a_feasible_plan_and_the_boundary_honours_them(state):
     jobs, capacity = state
+    # The lease MILP solved to optimality (its solver stages without a time limit), and its
+    # lease 0 (not the lazy one, which need not be optimal).
     s = LeaseSettings(lease_seconds=L, resume_overhead_s=0.0, horizon_leases=12,
-                      solver="scip", time_limit=None, horizon_seconds=None)
+                      solver="scip", time_limit=None, horizon_seconds=None, search=True,
+                      lazy=False)
     admitted, reserved = admit_arrivals(jobs, np.zeros(jobs.num_jobs, dtype=bool),
                                         np.arange(jobs.num_jobs), {}, capacity, 0.0, s)
     assert set(reserved) == set(np.flatnonzero(admitted).tolist())
@@ -179,12 +182,18 @@ def worked_example(**extra):
         ]})
 
 
+# The worked example is the lease MILP's optimal plan as docs/formulations.md §3 states it: every
+# SLO job planned by value, whole leases, the solver stages run (by default only the LP and its
+# roundings, which miss B here), lease 0 as the plan has it (not the lazy, earliest-deadline one).
+MILP_PLAN = {"others": "plan", "tails": False, "lazy": False, "search": True}
+
+
 @pytest.mark.parametrize("sigma, objective, leases", [
     (1, 19.0, {"A": [1, 2], "B": [0]}),
     (-1, 17.5, {"A": [0, 2], "B": [1]}),
 ])
 def test_policy_reproduces_the_worked_example(sigma, objective, leases):
-    result = solve(worked_example(), "chronus", resume_overhead_s=0, sigma=sigma)
+    result = solve(worked_example(), "chronus", resume_overhead_s=0, sigma=sigma, **MILP_PLAN)
     assert result.status is Status.OPTIMAL
     assert result.objective == pytest.approx(objective, abs=1e-9)
     assert result.bound == pytest.approx(objective, abs=1e-6)
@@ -199,7 +208,8 @@ def test_policy_reproduces_the_worked_example(sigma, objective, leases):
 def test_policy_gives_best_effort_jobs_the_leftover_gpus_and_reports_classes():
     more = [{"id": "C", "scale_factor": 2, "total_steps": 5000, "throughput": {"v100": 1.0}},
             {"id": "D", "scale_factor": 8, "total_steps": 10, "throughput": {"v100": 1.0}}]
-    doc = solve(worked_example(more=more), "chronus", resume_overhead_s=0, sigma=-1).to_dict()
+    doc = solve(worked_example(more=more), "chronus", resume_overhead_s=0, sigma=-1,
+                **MILP_PLAN).to_dict()
     # A is admitted first (arrival ties go by file order); B then fits nowhere before its
     # deadline in the latest-fit map and is rejected, yet the MILP may still schedule it.
     assert doc["admitted"] == ["A"] and doc["rejected"] == ["B"]

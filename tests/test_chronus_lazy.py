@@ -5,6 +5,8 @@ no admitted job misses, checked on the simulator's per-job finish times."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 from schedopt.errors import PolicyError
 from schedopt.instance import parse_instance
-from schedopt.policies.chronus.boundary import LeaseJobs, LeaseSettings, plan_boundary
+from schedopt.policies.chronus.boundary import LeaseJobs, LeaseSettings, lazy_now, plan_boundary
 from schedopt.simulation import SimulationConfig, simulate
 
 
@@ -37,22 +39,22 @@ def test_lease_zero_in_deadline_order_when_the_guarantees_still_fit_after_it():
     jobs = LeaseJobs(np.array([1, 1, 1]), np.array([100.0, 50.0, 50.0]), np.arange(3),
                      np.array([300.0, 60.0, 190.0]), np.ones(3))
     admitted = np.array([True, False, False])
-    s = LeaseSettings(lease_seconds=100.0, resume_overhead_s=10.0)
+    # The options of before the lazy default: every SLO job planned by value, no tails.
+    s = LeaseSettings(lease_seconds=100.0, resume_overhead_s=10.0, others="plan", tails=False,
+                      lazy=False)
     # Without lazy: the plan holds c in lease 0 (a in leases 1-2); b waits and misses (c holds
     # the GPU until 60). EDF: b 0 -> 60, c 60 -> 120, a 120 -> 230, all met.
     assert plan_boundary(jobs, admitted, 1, 0.0, s).running.tolist() == [False, False, True]
     # Lazy: b first; a still fits in leases 1 and 2 (2 - 0.1 >= 1), so lease 0 is b's (c, due
     # at 190, takes the GPU when b ends, as under EDF).
-    lazy = plan_boundary(jobs, admitted, 1, 0.0, LeaseSettings(lease_seconds=100.0,
-                                                               resume_overhead_s=10.0, lazy=True))
+    lazy = plan_boundary(jobs, admitted, 1, 0.0, replace(s, lazy=True))
     assert lazy.running.tolist() == [False, True, False]
     assert lazy.reserved == {0: (1, 2)}
     assert lazy.plan.details["incumbent_from"] == "edf"
     # When a must start now (due 200: leases 0 and 1), lease 0 stays the plan's.
     tight = LeaseJobs(jobs.gpus, jobs.remaining_s, jobs.option_job,
                       np.array([200.0, 60.0, 190.0]), jobs.option_value)
-    keep = plan_boundary(tight, admitted, 1, 0.0, LeaseSettings(
-        lease_seconds=100.0, resume_overhead_s=10.0, lazy=True))
+    keep = plan_boundary(tight, admitted, 1, 0.0, replace(s, lazy=True))
     assert keep.running.tolist() == [True, False, False]
     assert keep.reserved == {0: (0, 1)}
 
@@ -80,10 +82,11 @@ def small_traces(draw):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_traces(), st.sampled_from([(False, "plan"), (True, "auto"), (True, "fill")]))
+@given(small_traces(), st.sampled_from([(False, "plan", True), (True, "auto", True),
+                                        (True, "fill", True), (True, "auto", "auto")]))
 def test_admitted_jobs_never_miss_with_lazy_guarantees(trace, variant):
-    tails, others = variant
-    jobs = run(trace, "chronus", lazy=True, tails=tails, others=others)
+    tails, others, lazy = variant
+    jobs = run(trace, "chronus", lazy=lazy, tails=tails, others=others)
     spec = {j.id: j for j in trace.jobs}
     for job_id, row in jobs[jobs["admitted"]].iterrows():
         job = spec[job_id]
@@ -92,6 +95,27 @@ def test_admitted_jobs_never_miss_with_lazy_guarantees(trace, variant):
     assert not jobs["demoted"].any()
 
 
-def test_lazy_must_be_true_or_false():
-    with pytest.raises(PolicyError, match="lazy must be true or false"):
+def test_lazy_must_be_true_false_or_auto():
+    with pytest.raises(PolicyError, match="lazy must be true, false or 'auto'"):
         LeaseSettings(lazy="maybe")
+
+
+def test_auto_is_lazy_while_the_median_admitted_job_has_half_its_running_time_as_slack():
+    # Four admitted jobs at now = 100 s, 200 s of running left each: slack = deadline - 300 s,
+    # half the running time left is 100 s. A fifth job is not admitted (its slack is ignored).
+    s = LeaseSettings(lease_seconds=100.0, resume_overhead_s=10.0)
+    assert s.lazy == "auto"
+    admitted = np.array([True, True, True, True, False])
+
+    def jobs(deadlines):
+        return LeaseJobs(np.ones(5, dtype=np.int64), np.full(5, 200.0), np.arange(5),
+                         np.array(deadlines, dtype=float), np.ones(5))
+
+    # slacks 0, 50, 150, 400 s: less 100 s, the median of (-100, -50, 50, 300) is 0: lazy.
+    assert lazy_now(jobs([300, 350, 450, 700, 301]), admitted, 100.0, s)
+    # slacks 0, 50, 140, 400 s: median of (-100, -50, 40, 300) is -5: not lazy.
+    assert not lazy_now(jobs([300, 350, 440, 700, 1e6]), admitted, 100.0, s)
+    # lazy true and false ignore the slack; no admitted job: lazy.
+    assert lazy_now(jobs([300, 350, 440, 700, 1e6]), admitted, 100.0, replace(s, lazy=True))
+    assert not lazy_now(jobs([1e6] * 5), admitted, 100.0, replace(s, lazy=False))
+    assert lazy_now(jobs([300] * 5), np.zeros(5, dtype=bool), 100.0, s)

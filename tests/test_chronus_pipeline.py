@@ -202,7 +202,8 @@ def test_the_chronus_policy_solves_on_the_solver_session_it_receives(monkeypatch
     instance = load_instance(Path(__file__).resolve().parents[1] / "instances" /
                              "chronus-leases.json")
     session = Solver("scip", SolveOptions(time_limit=3.0, threads=1), keep_programs=True)
-    result = schedopt.solve(instance, "chronus", solver=session)
+    # search=True: the solver stages run (by default only the LP and its roundings).
+    result = schedopt.solve(instance, "chronus", solver=session, search=True)
     assert result.solver == "scip"
     # The LP stage on HiGHS, then (if any) the MILP stages on scip, all with the session's
     # thread count, within its time limit, and the record ends with the lease MILP.

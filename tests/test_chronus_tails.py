@@ -53,10 +53,10 @@ def test_the_deadlines_lease_lets_an_admitted_job_wait_for_an_earlier_deadline()
     edf = run("edf")
     assert edf["completion_s"].tolist() == pytest.approx([220.0, 60.0])
     assert edf["met_deadline"].tolist() == [True, True]
-    # Without tails (the default) a is admitted first and, its deadline at 2.9 leases counted
-    # as 2, must run in leases 0 and 1 (1.5 + 0.1 leases of work): it ends at 160 and b, not
+    # Without tails (the default before) a is admitted first and, its deadline at 2.9 leases
+    # counted as 2, must run in leases 0 and 1 (1.5 + 0.1 leases of work): it ends at 160 and b, not
     # admitted, finds no GPU before its deadline (it then runs 160 -> 220).
-    old = run("chronus")
+    old = run("chronus", tails=False, others="plan", lazy=False)  # the options of before
     assert old.loc["a", "admitted"] and not old.loc["b", "admitted"]
     assert old["completion_s"].tolist() == pytest.approx([160.0, 220.0])
     assert old["met_deadline"].tolist() == [True, False]
@@ -195,6 +195,11 @@ def test_edf_projection_by_hand():
     assert edf_meets(jobs, np.arange(4), 2, 0.0, s, held).tolist() == [True, False, True, True]
     # Without c, b runs beside nothing: a 0 -> 60, b 60 -> 170.
     assert edf_meets(jobs, np.array([0, 1]), 2, 0.0, s).tolist() == [True, True, False, False]
+    # A job wider than the pool never runs and holds no GPU: the others are as before.
+    wide = LeaseJobs(np.array([2, 1, 1, 1, 4]), np.append(jobs.remaining_s, 10.0),
+                     np.arange(5), np.append(jobs.option_deadline_s, 50.0), np.ones(5))
+    assert edf_meets(wide, np.arange(5), 2, 0.0, s, np.append(held, False)).tolist() == \
+        [True, False, True, True, False]
 
 
 def test_others_sets_which_jobs_without_a_guarantee_the_lease_milp_plans():

@@ -54,6 +54,7 @@ class Packing:
         self.reserve = np.where(np.arange(a.shape[1]) == 0, 0.0, reserve)  # per free GPU
         total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
         self.scale = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self.a_size, self.b_size = (a * self.scale).sum(axis=1), (b * self.scale).sum(axis=1)
         self.workers = np.zeros((n, H), dtype=np.int64)
         self.ps = np.zeros((n, H), dtype=np.int64)
         self.left = np.where(np.isfinite(problem.capacity), problem.capacity, BIG)
@@ -113,19 +114,25 @@ class Packing:
         if self._add(i, 1 - kind, kind):
             return True
         d = self.b[i] if kind else self.a[i]
-        need = d[None, :] - self.left  # (H, R): what machine h lacks
+        need = d[None, :] - self.left - TOL  # (H, R): what machine h lacks
         best = None
-        for moved, demand, counts in ((0, self.a, self.workers), (1, self.b, self.ps)):
-            frees = (demand[:, None, :] >= need[None, :, :] - TOL).all(axis=2) & (counts > 0)
-            fits = (self.left[None, :, :] >= demand[:, None, :] - TOL).all(axis=2)  # (n, H')
-            elsewhere = fits.sum(axis=1)[:, None] - fits  # machines other than h that take it
-            ok = frees & (elsewhere > 0)
+        for moved, demand, counts, size in ((0, self.a, self.workers, self.a_size),
+                                            (1, self.b, self.ps, self.b_size)):
+            # only (job, machine) pairs holding a task of this kind, in row-major order
+            jobs, hosts = np.nonzero(counts)
+            frees = (demand[jobs] >= need[hosts]).all(axis=1)
+            if not frees.any():
+                continue
+            jobs, hosts = jobs[frees], hosts[frees]
+            fits = (self.left[None, :, :] >= demand[jobs][:, None, :] - TOL).all(axis=2)
+            # a machine other than its own takes the moved task
+            ok = fits.sum(axis=1) - fits[np.arange(jobs.size), hosts] > 0
             if not ok.any():
                 continue
-            size = (demand * self.scale).sum(axis=1)
-            j, h = np.unravel_index(np.argmin(np.where(ok, size[:, None], np.inf)), ok.shape)
+            k = np.flatnonzero(ok)[np.argmin(size[jobs[ok]])]
+            j = int(jobs[k])
             if best is None or size[j] < best[0]:
-                best = (size[j], moved, int(j), int(h), fits[j])
+                best = (size[j], moved, j, int(hosts[k]), fits[k])
         if best is None:
             return False
         _, moved, j, h, fits = best

@@ -205,7 +205,8 @@ class LeaseSettings:
     (the default) only at boundaries where every admitted job has slack (`lazy_now`); search:
     true runs the lease MILP's solver stages within time_limit (wall clock, so a plan can
     depend on the machine's load), false (the default) the LP relaxation and its roundings
-    only (`solve_lease_problem`), the same plan on any machine."""
+    only (`solve_lease_problem`), the same plan on any machine. lazy or search None: the
+    default."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -226,6 +227,11 @@ class LeaseSettings:
     search: bool = False
 
     def __post_init__(self):
+        # None (the chronus policy's options left unset): a run's defaults
+        if self.lazy is None:
+            object.__setattr__(self, "lazy", "auto")
+        if self.search is None:
+            object.__setattr__(self, "search", False)
         if self.others not in OTHERS:
             raise PolicyError(f"others must be one of {', '.join(OTHERS)}, got {self.others!r}")
         if self.fill not in FILLS:

@@ -69,6 +69,7 @@ import scipy.sparse as sp
 from schedopt.backends import SolveResult, Status
 from schedopt.backends.base import LinearProgram, relative_gap
 from schedopt.backends.session import Solver
+from schedopt.core.capabilities import Capability
 from schedopt.modeling import Constraint, Expr, Model, Variable
 from schedopt.policies.chronus.problem import LeaseProblem  # re-exported
 from schedopt.policies.chronus.rounding import lp_roundings
@@ -482,9 +483,10 @@ def solve_lease_problem(problem: LeaseProblem, solver: Solver | str = DEFAULT_SO
     search False: stages 1-2 only, the LP without a time limit, so that the plan does not
     depend on the machine's speed or load (the same problem gives the same plan)."""
     start = time.perf_counter()
+    session = solver if isinstance(solver, Solver) else Solver(solver)
     if not search:
         time_limit = None
-    session = solver if isinstance(solver, Solver) else Solver(solver)
+        session.require(Capability.MILP, "the lease MILP")  # a wrong name fails even unused
     threads = session.settings.threads if threads is None else threads
     mip_gap = session.settings.mip_gap if mip_gap is None else mip_gap
 

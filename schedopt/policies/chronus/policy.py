@@ -53,7 +53,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    resume_overhead_per: str = "run", work_conserving: bool = True,
                    fill: str = "deadline", readmit: bool = False,
                    repack: bool = False, others: str = "auto", tails: bool = True,
-                   lazy: bool | str = "auto", search: bool = False) -> Outcome:
+                   lazy: bool | str | None = None, search: bool | None = None) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -64,10 +64,14 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     `lease_seconds`, `gpu_type`, `gpus` (pool size), `sigma` (as used), `gap`,
     `used_fallback`, `milp_seconds`. solver: the Solver session every lease MILP runs on (a
     backend name builds one with `options`); its time limit defaults to 5 s per lease MILP.
-    work_conserving concerns the time between boundaries of a simulation (nothing here).
+    work_conserving concerns the time between boundaries of a simulation (nothing here). lazy
+    and search None (the default): False and True here, the lease MILP's own plan of the
+    boundary, solved as far as the time limit allows (in a run: "auto" and False).
     """
     clock = time.perf_counter()
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
+    lazy = False if lazy is None else lazy
+    search = True if search is None else search
     settings = _settings(session, lease_seconds, resume_overhead_s, horizon_leases, sigma,
                          horizon_seconds, slots_per_doubling, run_through, resume_overhead_per,
                          fill, repack, others, tails, lazy, search)
@@ -110,7 +114,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
 def _settings(session: Solver, lease_seconds, resume_overhead_s, horizon_leases, sigma,
               horizon_seconds, slots_per_doubling, run_through,
               resume_overhead_per, fill="deadline", repack=False, others="plan",
-              tails=True, lazy="auto", search=False) -> LeaseSettings:
+              tails=True, lazy=False, search=True) -> LeaseSettings:
     """The lease settings of the options, the MILP on the session's backend within its time
     limit (DEFAULT_TIME_LIMIT s when it has none)."""
     limit = session.settings.time_limit
@@ -294,10 +298,13 @@ class ChronusOptions:
     (default True; `LeaseSettings`); lazy: the next lease goes to the jobs in the fill's
     earliest-deadline order whenever the admitted jobs' rest of work still fits after it (a
     latest-fit packing, else the lease MILP over the leases after it), else as the lease MILP
-    plans it (`boundary.plan_boundary`); "auto" (the default) only while every admitted job's
-    slack is at least half its running time left (`boundary.lazy_now`); search: True runs the
-    lease MILP's solver stages within the time limit (wall clock), False (the default) its LP
-    and roundings only, a plan that does not depend on the machine's load (`LeaseSettings`)."""
+    plans it (`boundary.plan_boundary`); "auto" only while the median admitted job's slack is
+    at least half its running time left (`boundary.lazy_now`); search: True runs the lease
+    MILP's solver stages within the time limit (wall clock), False its LP and roundings only, a
+    plan that does not depend on the machine's load (`LeaseSettings`). lazy and search None
+    (the defaults): in a run (lease by lease) "auto" and False, so that a run is the same at
+    any load; for one boundary (`chronus_policy`, schedopt solve) False and True, the lease
+    MILP's plan solved as far as the time limit allows."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -315,8 +322,8 @@ class ChronusOptions:
     repack: bool = False
     others: str = "auto"
     tails: bool = True
-    lazy: bool | str = "auto"
-    search: bool = False
+    lazy: bool | str | None = None
+    search: bool | None = None
 
 
 class Chronus(Policy):

@@ -391,7 +391,7 @@ def _calibrated_sd(model: PerformanceModel, info, held_error: np.ndarray,
 def _best_weights(model, kind, grid, preds, truth, mask) -> np.ndarray:
     """The row of `grid` whose blend of the held-out `preds` has the least mean relative error
     on the cells of `mask` (the first row where none is scored). Only those cells are blended:
-    the grid has hundreds of rows with four members."""
+    the grid has hundreds of rows with five members."""
     cells = [p[mask] for p in preds]
     cap = _cap(model, kind)[mask]
     scores = np.array([_mre(np.minimum(_blend(cells, w), cap), truth[mask]) for w in grid])

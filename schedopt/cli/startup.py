@@ -31,12 +31,15 @@ _DEFERRED = ("f2py", "testing", "ma", "random", "polynomial", "ctypeslib", "char
 
 class _Deferred(types.ModuleType):
     """Stands for a numpy submodule in scipy's copy of numpy's namespace: the real module is
-    imported when one of its attributes is first read."""
+    imported when one of its attributes is first read, and its namespace copied in, so that
+    later reads find their attribute without this detour."""
 
     def __getattr__(self, attribute: str):
         if sys.modules.get(self.__name__) is self:
             del sys.modules[self.__name__]
-        return getattr(importlib.import_module(self.__name__), attribute)
+        real = importlib.import_module(self.__name__)
+        vars(self).update(vars(real))
+        return getattr(real, attribute)
 
 
 def import_scipy_sparse() -> None:

@@ -209,12 +209,18 @@ def test_isolated_weights_are_chosen_per_single_and_multi_gpu_job_types():
         predict(seen, members=("ratio",), **FAST)
 
 
-def test_measured_isolated_zeros_stay_zero_and_are_no_relative_s_ratio():
-    model, _ = planted(seed=6)
+def _measured_zero(seed: int, job_type: str, gpu: int) -> tuple[PerformanceModel, int]:
+    """A planted model in which `job_type` was measured at 0 steps/s (cannot run) on GPU type
+    `gpu`, and that job type's row."""
+    model, _ = planted(seed=seed)
     values = model.values.copy()
-    a = model.job_types.index("Gamma (batch size 16) x2")
-    values[a, 1] = 0.0  # cannot run on g1
-    zeroed = model.with_values(values, known=np.isfinite(values))
+    row = model.job_types.index(job_type)
+    values[row, gpu] = 0.0
+    return model.with_values(values, known=np.isfinite(values)), row
+
+
+def test_measured_isolated_zeros_stay_zero_and_are_no_relative_s_ratio():
+    zeroed, a = _measured_zero(seed=6, job_type="Gamma (batch size 16) x2", gpu=1)
     hidden = hide_units(zeroed, 0.5, "isolated", seed=3)
     ens = predict(zeroed.hide(hidden), seed=0, ensemble=0, **FAST)
     assert ens.model.values[a, 1] == 0.0 and ens.model.known[a, 1]
@@ -256,11 +262,7 @@ def test_scaling_member_recovers_a_planted_models_by_scale_factor_matrix():
 
 
 def test_scaling_member_ignores_measured_zeros_and_predict_keeps_them():
-    model, _ = planted(seed=9)
-    values = model.values.copy()
-    a = model.job_types.index("Beta (batch size 32) x4")
-    values[a, 2] = 0.0  # cannot run on g2
-    zeroed = model.with_values(values, known=np.isfinite(values))
+    zeroed, a = _measured_zero(seed=9, job_type="Beta (batch size 32) x4", gpu=2)
     hidden = hide_units(zeroed, 0.4, "isolated", seed=5)
     seen = zeroed.hide(hidden)
     without_cell = seen.hide(np.eye(1, seen.values.size, a * seen.shape[1] + 2, dtype=bool).reshape(seen.shape))

@@ -332,6 +332,12 @@ class LeaseJobs:
     def is_slo(self) -> np.ndarray:
         return np.bincount(self.option_job, minlength=self.num_jobs) > 0
 
+    def first_deadline(self) -> np.ndarray:
+        """(n,) each job's first deadline (absolute s; inf for best effort)."""
+        out = np.full(self.num_jobs, np.inf)
+        np.minimum.at(out, self.option_job, self.option_deadline_s)
+        return out
+
     def options_of(self, keep: np.ndarray, among: np.ndarray | None = None):
         """(new job index of every old job (-1 if dropped), indices of the options of the jobs
         `keep`, ordered by new job index, restricted to the `among` mask when given)."""
@@ -689,10 +695,8 @@ def lazy_now(jobs: LeaseJobs, admitted: np.ndarray, now: float,
     if settings.lazy != "auto":
         return bool(settings.lazy)
     mine = np.flatnonzero(admitted)
-    due = np.full(jobs.num_jobs, np.inf)
-    np.minimum.at(due, jobs.option_job, jobs.option_deadline_s)
     left = jobs.remaining_s[mine]
-    slack = due[mine] - now - left
+    slack = jobs.first_deadline()[mine] - now - left
     return bool(mine.size == 0 or np.median(slack - LAZY_SLACK * left) >= 0)
 
 
@@ -879,8 +883,7 @@ def edf_meets(jobs: LeaseJobs, candidates: np.ndarray, capacity: int, now: float
     for `held` jobs). A projection of the known jobs: later arrivals are not in it."""
     meets = np.zeros(jobs.num_jobs, dtype=bool)
     candidates = np.asarray(candidates, dtype=np.int64)
-    due = np.full(jobs.num_jobs, np.inf)
-    np.minimum.at(due, jobs.option_job, jobs.option_deadline_s)
+    due = jobs.first_deadline()
     order = candidates[np.lexsort((candidates, due[candidates]))]
     lost = np.full(jobs.num_jobs, settings.resume_overhead_s)
     if held is not None:

@@ -816,8 +816,7 @@ class GavelPolicy:
             order = sorted(range(len(job_ids)), key=job_ids.__getitem__)
         except TypeError:  # ids that do not sort: the given order
             order = list(range(len(job_ids)))
-        isolated = (problem.isolated_time
-                    + problem.remaining_steps / gavel_isolated_throughput(problem))
+        isolated = isolated_finish_time(problem, gavel_isolated_throughput(problem))
         Y = min_max_finish_time_ratio_ecos(
             problem.throughput[order], problem.scale_factor[order].astype(float),
             problem.capacity.astype(float), problem.remaining_steps[order],

@@ -203,9 +203,12 @@ def isolated_throughput(problem: ThroughputProblem) -> np.ndarray:
     return effective_throughput(problem, isolated_allocation(problem))
 
 
-def isolated_finish_time(problem: ThroughputProblem) -> np.ndarray:
-    """(M,) seconds, the ratio's denominator: t^iso_m + R_m / thr^iso_m."""
-    return problem.isolated_time + problem.remaining_steps / isolated_throughput(problem)
+def isolated_finish_time(problem: ThroughputProblem,
+                         throughput: np.ndarray | None = None) -> np.ndarray:
+    """(M,) seconds, the ratio's denominator: t^iso_m + R_m / thr^iso_m, with thr^iso the
+    given (M,) steps/s, else `isolated_throughput(problem)`."""
+    iso = isolated_throughput(problem) if throughput is None else throughput
+    return problem.isolated_time + problem.remaining_steps / iso
 
 
 def finish_time_ratios(problem: ThroughputProblem, X: np.ndarray,

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from schedopt.backends import LinearProgram, SolveOptions, Status, get_backend, solve_lp
 from schedopt.backends.cvxpy import _solver_options
+from schedopt.backends.session import Solver
 from schedopt.errors import SolveError
 
 INF = np.inf
@@ -179,6 +180,27 @@ def test_cbc_and_cpsat_options_are_applied():
         assert result.status is Status.OPTIMAL
         assert result.bound is not None and result.gap <= 0.5 + 1e-9
         assert optimum - 1e-6 <= result.bound and result.objective <= optimum + 1e-6
+
+
+def test_a_deterministic_time_limit_goes_through_the_solver_to_cpsat_only():
+    """On a problem no solver closes (market split), CP-SAT stopped by a deterministic limit
+    through a `Solver` returns the same solution on every run; a limit large enough for the
+    knapsack gives the brute-force optimum; every other backend refuses the option."""
+    hard = market_split()
+    limited = Solver("cpsat", SolveOptions(threads=1, deterministic_time=0.2))
+    first, second = limited.solve(hard), limited.solve(hard)
+    assert first.status is not Status.OPTIMAL and first.solve_seconds < 30
+    if first.x is not None:
+        np.testing.assert_array_equal(first.x, second.x)
+    lp, optimum = knapsack()
+    result = limited.with_settings(deterministic_time=10.0).solve(lp)
+    assert result.status is Status.OPTIMAL and result.objective == pytest.approx(optimum)
+    relaxed = dataclasses.replace(lp, integer=None)
+    for name in ("highs", "glop", "pdlp", "cbc", "clarabel", "cvxpy:CLARABEL"):
+        with pytest.raises(SolveError, match=f"deterministic_time is a CP-SAT limit; {name}"):
+            Solver(name, SolveOptions(deterministic_time=1.0)).solve(relaxed)
+    with pytest.raises(SolveError, match="deterministic_time is a CP-SAT limit; scip"):
+        Solver("scip", SolveOptions(deterministic_time=1.0)).solve(lp)
 
 
 def test_unknown_or_unsuitable_backends_raise_solve_error():

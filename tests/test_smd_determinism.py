@@ -107,5 +107,5 @@ def test_cp_sat_with_a_deterministic_limit_reaches_the_brute_force_optimum():
     result = cpsat.solve(lp, 1.0)
     assert result.status.value == "optimal" and result.objective == pytest.approx(best)
     with pytest.raises(SolveError, match="deterministic_time is a CP-SAT limit"):
-        MathOptBackend("glop").solve(dataclasses.replace(lp, integer=None), SolveOptions(),
-                                     deterministic_time=1.0)
+        MathOptBackend("glop").solve(dataclasses.replace(lp, integer=None),
+                                     SolveOptions(deterministic_time=1.0))

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built, not by th
 
 from schedopt.core.outcome import (SolutionStatus, Status, Termination,  # noqa: F401 (re-exported)
                                    relative_gap, split_status, status_of)
+from schedopt.errors import SolveError
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ class SolveOptions:
     pass it to the solver (a MathOpt solution hint), every other backend ignores it; a hint
     that is infeasible or not integral never changes what is proven, only where the search
     begins.
+    deterministic_time: a limit in CP-SAT's deterministic time units (its
+    `max_deterministic_time`, roughly seconds of one core, counted from the work done), which
+    unlike time_limit does not depend on the machine's load: with threads=1 a solve gives the
+    same answer whatever the load. `cpsat` only; every other backend refuses it (SolveError).
     """
 
     time_limit: float | None = None
@@ -35,6 +40,13 @@ class SolveOptions:
     threads: int | None = None
     verbose: bool = False
     start: np.ndarray | None = None
+    deterministic_time: float | None = None
+
+
+def refuse_deterministic_time(options: SolveOptions, backend: str) -> None:
+    """SolveError when `options` asks `backend` (one without it) for a deterministic limit."""
+    if options.deterministic_time is not None:
+        raise SolveError(f"deterministic_time is a CP-SAT limit; {backend} does not take it")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Termination, read_status)
+                                    Termination, read_status, refuse_deterministic_time)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
@@ -90,13 +90,12 @@ class MathOptBackend:
             raise SolveError(f"{self.solver} solves only LPs; use highs, cbc or cpsat for integer "
                              "columns")
 
-    def _parameters(self, parameters_pb2, lp: LinearProgram, options: SolveOptions,
-                    deterministic_time: float | None = None):
+    def _parameters(self, parameters_pb2, lp: LinearProgram, options: SolveOptions):
         params = parameters_pb2.SolveParametersProto(enable_output=bool(options.verbose))
         if options.time_limit is not None:
             params.time_limit.FromNanoseconds(int(options.time_limit * 1e9))
-        if deterministic_time is not None:
-            params.cp_sat.max_deterministic_time = float(deterministic_time)
+        if options.deterministic_time is not None:
+            params.cp_sat.max_deterministic_time = float(options.deterministic_time)
         if options.mip_gap is not None and lp.is_mip:
             params.relative_gap_tolerance = float(options.mip_gap)
         if options.threads is not None:
@@ -107,18 +106,14 @@ class MathOptBackend:
             criteria.eps_optimal_relative = PDLP_TOLERANCE
         return params
 
-    def solve(self, lp: LinearProgram, options: SolveOptions,
-              deterministic_time: float | None = None) -> SolveResult:
-        """Solve `lp`. deterministic_time (cpsat only): a limit in CP-SAT's deterministic time
-        units (its `max_deterministic_time`, roughly seconds of one core, counted from the work
-        done), which unlike `options.time_limit` does not depend on the machine's load: with
-        `options.threads=1` a run gives the same answer whatever the load."""
+    def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
+        """Solve `lp`; `options.deterministic_time` only on cpsat (SolveError otherwise)."""
         self._check_supported(lp)
-        if deterministic_time is not None and self.solver != "cpsat":
-            raise SolveError(f"deterministic_time is a CP-SAT limit; {self.solver} does not take it")
+        if self.solver != "cpsat":
+            refuse_deterministic_time(options, self.solver)
         from ortools.math_opt import model_pb2, parameters_pb2, result_pb2
         model = _model_proto(model_pb2, lp)
-        params = self._parameters(parameters_pb2, lp, options, deterministic_time)
+        params = self._parameters(parameters_pb2, lp, options)
         hints = self._model_parameters(lp, options)
         result = self._run(model, params, hints)
         seconds = _seconds(result)
@@ -128,7 +123,7 @@ class MathOptBackend:
             params.presolve = parameters_pb2.EMPHASIS_OFF
             result = self._run(model, params, hints)
             seconds += _seconds(result)
-        timed = options.time_limit is not None or deterministic_time is not None
+        timed = options.time_limit is not None or options.deterministic_time is not None
         return self._read(result_pb2, result, lp, seconds, timed=timed)
 
     def _model_parameters(self, lp: LinearProgram, options: SolveOptions):

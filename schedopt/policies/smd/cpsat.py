@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedopt.backends import LinearProgram, SolveOptions, SolveResult, get_backend
+from schedopt.backends import LinearProgram, SolveOptions, SolveResult
+from schedopt.backends.session import Solver
 
 SOLVER = "cpsat"
 
@@ -18,5 +19,4 @@ def solve(lp: LinearProgram, work: float, start: np.ndarray | None = None) -> So
     """CP-SAT on `lp` (every column integer) with one thread, at most `work` units of
     deterministic time, `start` as a hint. SolveError when CP-SAT (the `ortools` extra) is not
     installed."""
-    return get_backend(SOLVER).solve(lp, SolveOptions(threads=1, start=start),
-                                     deterministic_time=work)
+    return Solver(SOLVER, SolveOptions(threads=1, start=start, deterministic_time=work)).solve(lp)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -102,10 +103,34 @@ def _keyed(keys: tuple[bytes, np.ndarray, np.ndarray], values: np.ndarray,
     out = np.empty(int(row_end[-1]) + 1, dtype=np.uint8)
     out[0] = ord("{")
     ramp = np.arange(int(row_bytes.max()) * min(M, _CHUNK_JOBS), dtype=np.int32)
-    for a in range(0, M, _CHUNK_JOBS):
-        b = min(a + _CHUNK_JOBS, M)
-        _gather(source, starts[a:b].ravel(), lengths[a:b].ravel(),
-                out[row_end[a] - row_bytes[a]:row_end[b - 1]], ramp)
+
+    def gather(blocks: range) -> None:
+        for a in blocks:
+            b = min(a + _CHUNK_JOBS, M)
+            _gather(source, starts[a:b].ravel(), lengths[a:b].ravel(),
+                    out[row_end[a] - row_bytes[a]:row_end[b - 1]], ramp)
+
+    blocks = range(0, M, _CHUNK_JOBS)
+    half = len(blocks) // 2
+    if half:  # numpy gathers without the GIL: a second thread writes the second half
+        failed: list[BaseException] = []
+
+        def second_half() -> None:
+            try:
+                gather(blocks[half:])
+            except BaseException as exc:  # re-raised on this thread
+                failed.append(exc)
+
+        helper = threading.Thread(target=second_half)
+        helper.start()
+        try:
+            gather(blocks[:half])
+        finally:
+            helper.join()
+        if failed:
+            raise failed[0]
+    else:
+        gather(blocks)
     out[-2] = ord("}")  # the last job's trailing comma
     return out[:-1]
 

@@ -328,3 +328,66 @@ def test_ensemble_uncertainty_is_wider_for_the_noisier_family_and_covers_both():
     assert np.median(u[gamma]) > 2.5 * np.median(u[quiet])  # one sd per GPU type: equal
     covered = np.abs(np.log(ens.model.values / noisy.values)) <= 2 * u
     assert 0.85 <= covered[gamma].mean() <= 1.0 and 0.85 <= covered[quiet].mean() <= 1.0
+
+
+def _pair_top_model(seed: int) -> tuple[PerformanceModel, np.ndarray, np.ndarray]:
+    """Single-GPU job types on two GPU types whose least slowdown next to any partner is the
+    same on each GPU type (offset[g], log): log isolated = log largest pair rate + offset[g]
+    exactly, the `pairmax` member's form. Every cell measured; returns (model, log isolated
+    rates, log pair rates (R, J, P))."""
+    rng = np.random.default_rng(seed)
+    types = [label(f"{f} (batch size {b})", 1) for f in ("Alpha", "Beta") for b in (8, 16, 32, 64)]
+    R, J = len(types), 2
+    offset = np.array([0.05, 0.3])
+    iso = rng.normal(2.0, 1.0, (R, J))
+    slow = offset[None, :, None] + rng.uniform(0.02, 0.6, (R, J, R))
+    slow[np.arange(R)[:, None], np.arange(J)[None, :], rng.integers(0, R, (R, J))] = offset[None, :]
+    pairs = iso[:, :, None] - slow
+    return model_from_arrays(types, GPUS[:J], np.exp(iso), np.exp(pairs), types), iso, pairs
+
+
+def test_pairmax_member_recovers_isolated_rates_from_the_largest_pair_rate():
+    model, iso, _ = _pair_top_model(seed=11)
+    hidden = np.zeros(model.shape, dtype=bool)
+    hidden[[0, 3, 5], 0] = hidden[[1, 6], 1] = True
+    got = _scaling_member(model).pairmax(~hidden)
+    np.testing.assert_allclose(got[:, :2], iso, atol=1e-12)  # measured cells too: the form is exact
+    assert np.isnan(got[:, 2:]).all()  # isolated cells only
+
+
+def test_pairmax_member_skips_pairs_measured_at_zero():
+    model, iso, pairs = _pair_top_model(seed=12)
+    R, P = model.shape[0], len(model.partners)
+    values = model.values.copy()
+    values[0, 2:2 + P] = 0.0  # job type 0 cannot share GPU type 0 with anyone
+    top = int(np.argmax(pairs[1, 1]))
+    values[1, 2 + P + top] = 0.0  # nor job type 1 GPU type 1 with its least demanding partner
+    zeroed = model.with_values(values, known=np.isfinite(values))
+    train = np.ones(model.shape, dtype=bool)
+    train[[0, 1], :2] = False  # their isolated rates unknown (else they set the offset too)
+    got = _scaling_member(zeroed).pairmax(train)
+    assert np.isnan(got[0, 0])  # no pair rate above 0 there: no estimate, never a positive rate
+    second = np.sort(pairs[1, 1])[-2]
+    assert got[1, 1] == pytest.approx(second + 0.3, abs=1e-12)  # the largest rate above 0
+    np.testing.assert_allclose(got[2:, :2], iso[2:], atol=1e-12)
+    # in the ensemble the measured zeros stay 0 and the isolated rates are filled
+    ens = predict(zeroed.hide(~train & ~zeroed.is_pair[None, :]), seed=0, ensemble=0, **FAST)
+    assert (ens.model.values[values == 0] == 0).all() and ens.model.known[values == 0].all()
+    assert (ens.model.values[[0, 1], :2] > 0).all()
+    assert ens.weights["isolated:g1:single-GPU"]["pairmax"] >= 0
+
+
+def test_fill_stands_in_for_unmeasured_isolated_cells_in_ratio_and_scaling():
+    model, truth = planted(seed=13)
+    J = len(GPUS)
+    hidden = hide_units(model, 0.4, "isolated", seed=4)
+    fitter = _scaling_member(model)
+    fill = np.where(hidden[:, :J], np.log(model.values[:, :J]), np.nan)
+    everything = np.ones(model.shape, dtype=bool)
+    # the hidden cells given as fill: the same fit as with them measured
+    np.testing.assert_allclose(fitter.scaling(~hidden, 2, 0.1, fill=fill), fitter.scaling(everything, 2, 0.1),
+                               atol=1e-6)
+    np.testing.assert_allclose(fitter.ratio(~hidden, fill), fitter.ratio(everything), atol=1e-12)
+    # measured cells win over fill
+    wrong = np.full((model.shape[0], J), 5.0)
+    np.testing.assert_array_equal(fitter.ratio(everything, wrong), fitter.ratio(everything))

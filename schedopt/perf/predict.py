@@ -1,7 +1,7 @@
 """Predicting unmeasured steps/s by an ensemble selected on held-out measurements.
 
 `complete` (completion.py) fits one low-rank model to the whole matrix. `predict` combines
-five predictors of log steps/s, each good where the others are weak:
+six predictors of log steps/s, each good where the others are weak:
 
 - `als`: that low-rank model (`complete`: rank and ridge weight chosen by validation);
 - `als_gpu`: the same model fitted separately to each GPU type's columns (its isolated column
@@ -18,6 +18,12 @@ five predictors of log steps/s, each good where the others are weak:
   rows = models (family and batch size), columns = (scale factor, GPU type): a job type's
   rate from its model's rates at the other scale factors and on the other GPU types (rank
   chosen on the held-out folds from SCALING_HYPER).
+- `pairmax` (isolated cells only): the job type's largest measured pair rate on that GPU
+  type, times the median ratio of isolated rate to largest pair rate over the job types
+  measured both ways there (a job next to its least demanding partner runs close to its
+  isolated rate). Only job types with a measured pair rate above 0 on that GPU type. Its
+  estimates also stand in for the unmeasured isolated cells that `ratio` and `scaling` read
+  (a multi-GPU job type's rate from its single-GPU version's).
 
 Selection: the measured positive units (an isolated cell, or the two sides of one pair) are
 split into `folds` folds; each predictor is refitted without each fold and predicts it. Per
@@ -65,8 +71,8 @@ from schedopt.perf.model import PerformanceModel
 from schedopt.perf.side import (GroupRidge, group_codes, isolated_groups, job_type_info,
                                 pair_groups, relative_ratios)
 
-MEMBERS = ("als", "als_gpu", "side", "ratio", "scaling")
-PAIR_MEMBERS = ("als", "als_gpu", "side")  # `ratio` and `scaling` predict isolated cells only
+MEMBERS = ("als", "als_gpu", "side", "ratio", "scaling", "pairmax")
+PAIR_MEMBERS = ("als", "als_gpu", "side")  # the others predict isolated cells only
 MIN_GROUP = 10
 SIDE_LAMBDAS = (0.03, 0.1, 0.3, 1.0)
 # (rank, lam) of the `scaling` member tried on held-out folds. On Gavel's table, 50% of the
@@ -154,22 +160,47 @@ class _Members:
         out["als_gpu"] = per
         return out
 
-    def ratio(self, train: np.ndarray) -> np.ndarray:
+    def ratio(self, train: np.ndarray, fill: np.ndarray | None = None) -> np.ndarray:
         """(R, C) log steps/s of the isolated cells from relatives' ratios
-        (side.relative_ratios) on the usable isolated cells in `train`; NaN in pair columns."""
+        (side.relative_ratios) on the usable isolated cells in `train`, and on `fill` ((R, J)
+        log steps/s, NaN where none) in the isolated cells not among them; NaN in pair
+        columns."""
         J = self.J
         seen = np.where((self.usable & train)[:, :J], self.X[:, :J], np.nan)
+        if fill is not None:
+            seen = np.where(np.isnan(seen), fill, seen)
         out = np.full(self.model.shape, np.nan)
         out[:, :J] = relative_ratios(self.info, seen)
         return out
 
-    def scaling(self, train: np.ndarray, rank: int, lam: float) -> np.ndarray:
+    def pairmax(self, train: np.ndarray) -> np.ndarray:
+        """(R, C) log steps/s of the isolated cells from the job type's own pair rates: on
+        GPU type g, the largest of its usable pair cells in `train` there plus c_g (log
+        units), c_g the median of (isolated - largest pair) log rate over the job types with
+        both in `train`: sharing never makes a job faster, and next to its least demanding
+        partner a job runs close to its isolated rate. NaN in pair columns, for job types
+        with no such pair cell on g, and on g if no job type gives c_g."""
+        J, P = self.J, len(self.model.partners)
+        ok = self.usable & train
+        out = np.full(self.model.shape, np.nan)
+        for g in range(J):
+            cols = J + g * P + np.arange(P)
+            top = np.where(ok[:, cols], self.X[:, cols], -np.inf).max(axis=1, initial=-np.inf)
+            has = np.isfinite(top)
+            both = has & ok[:, g]
+            if both.any():
+                out[has, g] = top[has] + float(np.median(self.X[both, g] - top[both]))
+        return out
+
+    def scaling(self, train: np.ndarray, rank: int, lam: float,
+                fill: np.ndarray | None = None) -> np.ndarray:
         """(R, C) log steps/s of the isolated cells from the low-rank model
         (completion.fit_log_factors) of the matrix models x (scale factor, GPU type): a row
         per model (family and batch size), a column per scale factor and GPU type, so that a
         job type's rate is read off its model's rates at other scale factors and on other
         GPU types (d[model, GPU type] shared by that GPU type's columns); fitted on the
-        usable isolated cells in `train`. NaN in pair columns and where the model or the
+        usable isolated cells in `train` and on `fill` ((R, J) log steps/s, NaN where none)
+        in the isolated cells not among them. NaN in pair columns and where the model or the
         column has no such cell."""
         J = self.J
         model_row, scale_col = self.scaling_index
@@ -179,6 +210,10 @@ class _Members:
         X, weight = np.zeros(shape), np.zeros(shape)
         X[model_row[a], cols[a, g]] = self.X[a, g]
         weight[model_row[a], cols[a, g]] = 1.0
+        if fill is not None:
+            a, g = np.nonzero(np.isfinite(fill) & ~(self.usable & train)[:, :J])
+            X[model_row[a], cols[a, g]] = fill[a, g]
+            weight[model_row[a], cols[a, g]] = 1.0
         out = np.full(self.model.shape, np.nan)
         if weight.sum() == 0:
             return out
@@ -251,7 +286,7 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     done = base.model.values[:, :J]
     iso_full = np.log(np.where(np.isfinite(done) & (done > 0), done, np.nan))
     fitter = _Members(model, base.rank, base.lam, gpu_hyper, seed)
-    held_out = {name: np.full(model.shape, np.nan) for name in ("als", "als_gpu", "ratio")}
+    held_out = {name: np.full(model.shape, np.nan) for name in ("als", "als_gpu", "ratio", "pairmax")}
     held_side = {lam: np.full(model.shape, np.nan) for lam in side_lambdas}
     held_scaling = {h: np.full(model.shape, np.nan) for h in SCALING_HYPER}
     for f in range(folds):
@@ -263,11 +298,16 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
             iso_log = np.where(held[:, :J], iso_full, iso_known)
             for lam in side_lambdas:
                 held_side[lam][held] = fitter.side(train, iso_log, lam)[held]
+        fill = None  # isolated rates of single-GPU job types read off their pair rates
+        if "pairmax" in names:
+            pairmax = fitter.pairmax(train)
+            held_out["pairmax"][held] = pairmax[held]
+            fill = pairmax[:, :J]
         if "ratio" in names:
-            held_out["ratio"][held] = fitter.ratio(train)[held]
+            held_out["ratio"][held] = fitter.ratio(train, fill)[held]
         if "scaling" in names:
             for h in SCALING_HYPER:
-                held_scaling[h][held] = fitter.scaling(train, *h)[held]
+                held_scaling[h][held] = fitter.scaling(train, *h, fill=fill)[held]
     truth = np.where(usable, fitter.X, np.nan)
     kinds = {"pairs": model.is_pair, "isolated": ~model.is_pair}
     side_lam = {kind: min(side_lambdas, key=lambda lam: (_mre(held_side[lam], truth, usable & cols[None, :]), lam))
@@ -280,13 +320,17 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
                      for lam in set(side_lam.values())}
         full["side"] = np.where(model.is_pair[None, :], side_full[side_lam["pairs"]],
                                 side_full[side_lam["isolated"]])
+    fill = None
+    if "pairmax" in names:
+        full["pairmax"] = fitter.pairmax(np.ones(model.shape, dtype=bool))
+        fill = full["pairmax"][:, :J]
     if "ratio" in names:
-        full["ratio"] = fitter.ratio(np.ones(model.shape, dtype=bool))
+        full["ratio"] = fitter.ratio(np.ones(model.shape, dtype=bool), fill)
     if "scaling" in names:
         iso_cells = usable & kinds["isolated"][None, :]
         hyper = min(SCALING_HYPER, key=lambda h: _mre(held_scaling[h], truth, iso_cells))
         held_out["scaling"] = held_scaling[hyper]
-        full["scaling"] = fitter.scaling(np.ones(model.shape, dtype=bool), *hyper)
+        full["scaling"] = fitter.scaling(np.ones(model.shape, dtype=bool), *hyper, fill=fill)
     multi = np.asarray(fitter.info.scale_factor) > 1
     weights = {}
     out, w_als = np.full(model.shape, np.nan), np.zeros(model.shape)
@@ -389,13 +433,23 @@ def _calibrated_sd(model: PerformanceModel, info, held_error: np.ndarray,
 
 
 def _best_weights(model, kind, grid, preds, truth, mask) -> np.ndarray:
-    """The row of `grid` whose blend of the held-out `preds` has the least mean relative error
-    on the cells of `mask` (the first row where none is scored). Only those cells are blended:
-    the grid has hundreds of rows with five members."""
-    cells = [p[mask] for p in preds]
-    cap = _cap(model, kind)[mask]
-    scores = np.array([_mre(np.minimum(_blend(cells, w), cap), truth[mask]) for w in grid])
-    return grid[int(np.argmin(scores))]
+    """The row of `grid` whose blend (`_blend`) of the held-out `preds` has the least mean
+    relative error on the cells of `mask` (the first row where none is scored). Only those
+    cells are blended, with every row of the grid at once (thousands of rows with six
+    members)."""
+    stack = np.stack([p[mask] for p in preds])  # (members, cells)
+    finite = np.isfinite(stack)
+    values = np.where(finite, stack, 0.0)
+    total = grid @ finite
+    weighted = (grid @ values) / np.where(total > 0, total, 1.0)
+    count = finite.sum(axis=0)
+    fallback = np.where(count > 0, values.sum(axis=0) / np.maximum(count, 1), np.nan)
+    blend = np.where(total > 0, weighted, fallback[None, :])  # _blend for every row of grid
+    error = np.minimum(blend, _cap(model, kind)[mask][None, :]) - truth[mask][None, :]
+    error = np.abs(np.expm1(error[:, np.isfinite(error).all(axis=0)]))
+    if error.shape[1] == 0:
+        return grid[0]
+    return grid[int(np.argmin(error.mean(axis=1)))]
 
 
 def _gpu_hyper(model, j, ranks, lambdas, seed, fallback) -> tuple[int, float]:

@@ -1,9 +1,9 @@
 """SMD against its exact reference across the generator's regimes (docs/smd.md, "Across regimes").
 
     python benchmarks/smd_regimes.py                        # 50 instances per regime (hours)
-    python benchmarks/smd_regimes.py --per-regime 8 --exact-limit 60
+    python benchmarks/smd_regimes.py --per-regime 8 --exact-work 3
     python benchmarks/smd_regimes.py --first 8 --per-regime 8 --verbose > more.log   # more
-    python benchmarks/smd_regimes.py --summarize first.log more.log --exact-limit 60  # one table
+    python benchmarks/smd_regimes.py --summarize first.log more.log --exact-work 3  # one table
     python benchmarks/smd_regimes.py --timing-only                       # smd at 60 jobs only
 
 Instances are drawn at run time (nothing is read from disk):
@@ -14,9 +14,11 @@ drawn from numpy default_rng(2021 + instance index); the generator's own seed is
 Per instance: `smd` (defaults; its objective, wall and CPU seconds, status), `smd` with
 lns_steps=0 (without the large-neighbourhood search), `smd` with lp_start=False (without the
 LP relaxation's rounded placement as a start: the previous release), `smd` with beyond=False
-(the paper's method alone), `smd_exact` (cpsat,
-`--exact-limit` seconds, started from smd; its optimum or best bound and wall seconds to proven
-optimality). Two gaps per method, (objective - reference) / reference:
+(the paper's method alone), `smd_exact` (cpsat, started from smd's placement; its optimum or
+best bound and wall seconds to proven optimality) on one thread within `--exact-work` units of
+CP-SAT's deterministic time, so that the reference, like smd, is the same whatever the
+machine's load (`--exact-limit` seconds of wall-clock time instead: the earlier tables).
+Two gaps per method, (objective - reference) / reference:
 - to the *bound*: the exact optimum when proven, else the best of the exact solver's bound and
   smd's own (then an upper bound on the true gap);
 - to the *best found*: the least objective any of the five found (the exact optimum when
@@ -80,12 +82,19 @@ def own_gap(result, which: str) -> float | None:
     return (result.objective - own) / own if own else None
 
 
-def row(problem: SmdProblem, exact_limit: float) -> dict:
+def exact_options(args) -> SolveOptions:
+    """smd_exact's limit: deterministic (--exact-work) or wall-clock (--exact-limit)."""
+    if args.exact_work is not None:
+        return SolveOptions(threads=1, deterministic_time=args.exact_work)
+    return SolveOptions(time_limit=args.exact_limit)
+
+
+def row(problem: SmdProblem, exact: SolveOptions) -> dict:
     ours, ours_s, ours_cpu = cpu_timed(lambda: smd(problem))
     numpy_only, _ = timed(lambda: smd(problem, lns_steps=0))
     no_lp, _ = timed(lambda: smd(problem, lp_start=False))
     paper, _ = timed(lambda: smd(problem, beyond=False))
-    exact, exact_s = timed(lambda: smd_exact(problem, options=SolveOptions(time_limit=exact_limit)))
+    exact, exact_s = timed(lambda: smd_exact(problem, options=exact, start=ours))
     proven = exact.status.value == "optimal"
     bounds = [b for b in (exact.bound, ours.bound) if b is not None]
     found = [r.objective for r in (exact, ours, numpy_only, no_lp, paper)
@@ -107,7 +116,7 @@ def row(problem: SmdProblem, exact_limit: float) -> dict:
             "own_gap": own_gap(ours, "relaxation"), "own_gap_lagrangian": own_gap(ours, "lagrangian")}
 
 
-def summary(regime: str, rows: list[dict], exact_limit: float) -> str:
+def summary(regime: str, rows: list[dict], exact_limit: str) -> str:
     col = lambda key: [r[key] for r in rows if r.get(key) is not None]  # noqa: E731
     times = sorted(r["exact_s"] for r in rows if r["exact_s"] is not None)
     forty = sorted(r["exact_s"] if r["exact_s"] is not None else math.inf
@@ -115,7 +124,7 @@ def summary(regime: str, rows: list[dict], exact_limit: float) -> str:
     med = lambda xs: f"{statistics.median(xs):.2%}" if xs else "-"  # noqa: E731
     worst = lambda xs: f"{max(xs):.2%}" if xs else "-"  # noqa: E731
     secs = lambda xs: "-" if not xs else (  # noqa: E731
-        f"{statistics.median(xs):.1f}" if math.isfinite(statistics.median(xs)) else f">{exact_limit:g}")
+        f"{statistics.median(xs):.1f}" if math.isfinite(statistics.median(xs)) else f">{exact_limit}")
     gaps = " | ".join(f"{med(col(key))} | {worst(col(key))}"
                       for key in ("gap", "found_gap", "numpy_gap", "no_lp_gap", "paper_gap"))
     return (f"| {regime} | {len(rows)} | {sum(r['infeasible'] for r in rows)} "
@@ -126,8 +135,8 @@ def summary(regime: str, rows: list[dict], exact_limit: float) -> str:
             f"{f'{max(times):.1f}' if times else '-'} | {secs(forty)} ({len(forty)}) |")
 
 
-def table(rows: dict[str, list[dict]], exact_limit: float) -> None:
-    print(f"\nsmd vs smd_exact (cpsat, {exact_limit:g} s limit); gaps to the exact optimum "
+def table(rows: dict[str, list[dict]], exact_limit: str) -> None:
+    print(f"\nsmd vs smd_exact (cpsat, {exact_limit} limit); gaps to the exact optimum "
           f"or best bound, and to the best found\n")
     print("| regime | instances | smd infeasible where exact is not (paper alone) | smd median "
           "gap | smd worst gap | smd median gap to best found | smd worst gap to best found | "
@@ -145,7 +154,11 @@ def main() -> None:
     parser.add_argument("--per-regime", type=int, default=50)
     parser.add_argument("--first", type=int, default=0, help="index of the first instance")
     parser.add_argument("--exact-limit", type=float, default=120.0,
-                        help="smd_exact's time limit per instance, seconds")
+                        help="smd_exact's wall-clock limit per instance, seconds (used without "
+                        "--exact-work)")
+    parser.add_argument("--exact-work", type=float, default=None,
+                        help="smd_exact's limit per instance in CP-SAT deterministic time units, "
+                        "one thread (the same reference whatever the load)")
     parser.add_argument("--regimes", default=",".join(REGIMES))
     parser.add_argument("--verbose", action="store_true",
                         help="one JSON line per instance (what --summarize reads)")
@@ -154,6 +167,8 @@ def main() -> None:
     parser.add_argument("--no-timing", action="store_true", help="leave out smd at 60 jobs")
     parser.add_argument("--timing-only", action="store_true", help="only smd at 60 jobs")
     args = parser.parse_args()
+    limit = f"{args.exact_work:g} deterministic units" if args.exact_work is not None \
+        else f"{args.exact_limit:g} s"
     rows: dict[str, list[dict]] = {}
     if args.summarize:
         for path in args.summarize:
@@ -162,16 +177,16 @@ def main() -> None:
                     if line.startswith("{"):
                         found = json.loads(line)
                         rows.setdefault(found.pop("regime"), []).append(found)
-        table(rows, args.exact_limit)
+        table(rows, limit)
         return
     for regime in args.regimes.split(",") if not args.timing_only else ():
         for index in range(args.first, args.first + args.per_regime):
-            r = row(draw(regime, index), args.exact_limit)
+            r = row(draw(regime, index), exact_options(args))
             rows.setdefault(regime, []).append(r)
             if args.verbose:
                 print(json.dumps({"regime": regime, "index": index, **r}), flush=True)
     if rows:
-        table(rows, args.exact_limit)
+        table(rows, limit)
     if args.no_timing:
         return
     # smd at 60 jobs

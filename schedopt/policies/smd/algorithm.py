@@ -45,6 +45,7 @@ from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
 from schedopt.policies.smd.repair import place, repair
 from schedopt.policies.smd.search import ruin_and_recreate
+from schedopt.policies.smd.upgrade import upgrade
 
 DEFAULT_EPSILON = 0.05
 DEFAULT_MAX_ITERATIONS = 50
@@ -53,9 +54,11 @@ DEFAULT_SEARCH_STEPS = 30  # ruin-and-recreate steps after the paper's method (a
 DEFAULT_TIME_LIMIT = 5.0  # CPU seconds: a safety cap on the search (docs/smd.md)
 REPAIR_WORK = 30.0  # CP-SAT deterministic time the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
-PLACE_WORK = 0.05  # CP-SAT deterministic time to place the bound's configuration choice (docs/smd.md)
+PLACE_WORK = 0.15  # CP-SAT deterministic time to place the bound's configuration choice (docs/smd.md)
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
 DEFAULT_LNS_STEPS = 20  # steps of the large-neighbourhood search over the exact MILP (neighbourhood.py)
+DEFAULT_UPGRADE_TRIES = 6  # CP-SAT placements of one job's extra task (upgrade.py)
+UPGRADE_WORK = 0.05  # CP-SAT deterministic time per upgrade try
 
 
 @dataclass
@@ -230,7 +233,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
         seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
         place_limit: float = PLACE_WORK, beyond: bool = True,
-        lns_steps: int = DEFAULT_LNS_STEPS, lp_start: bool = True) -> SmdSolution:
+        lns_steps: int = DEFAULT_LNS_STEPS, lp_start: bool = True,
+        upgrade_tries: int = DEFAULT_UPGRADE_TRIES) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
     - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
@@ -247,7 +251,9 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       also stops at `time_limit` seconds of CPU time of the whole call, a safety cap that only
       binds on a machine several times slower than the measured one (docs/smd.md), so for a
       fixed seed the result is the same run to run;
-    - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`).
+    - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`);
+    - `upgrade_tries` CP-SAT placements of one more task for the job it helps most
+      (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each).
     beyond=False is the paper's method alone (none of these; for comparisons).
     `bound` (proven; seconds) is the larger of `lagrangian_bound` and the LP relaxation of
     smd_exact's MILP (`schedopt.policies.smd.bound`, HiGHS; its per-machine rows make it the
@@ -256,16 +262,16 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
     search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
-    gap ((objective - bound) / objective), bounds (lagrangian, relaxation: None when HiGHS
+    upgrade (tries, placed), gap ((objective - bound) / objective), bounds (lagrangian, relaxation: None when HiGHS
     gave no duals),
     phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
     if not time_limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
-    if search_steps < 0 or lns_steps < 0:
-        raise ValueError(f"search_steps and lns_steps must be >= 0, got {search_steps!r}, "
-                         f"{lns_steps!r}")
+    if search_steps < 0 or lns_steps < 0 or upgrade_tries < 0:
+        raise ValueError(f"search_steps, lns_steps and upgrade_tries must be >= 0, got "
+                         f"{search_steps!r}, {lns_steps!r}, {upgrade_tries!r}")
     clock, cpu = time.perf_counter(), time.process_time()
     cfg = problem.configurations()
     shares, total = _shares(problem, cfg)
@@ -341,13 +347,18 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         left = time_limit - (time.process_time() - cpu)
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
                                                     seed, bound)
-    result = pack
     if lns_steps and problem.num_jobs and beyond:
         left = time_limit - (time.process_time() - cpu)
         guide = None if lp is None else (lp[program.x.columns].reshape(program.x.shape),
                                          lp[program.y.columns].reshape(program.y.shape))
         result, details["lns"] = improve(problem, Placement(pack.workers, pack.ps), lns_steps,
                                          seed, time_limit=left, target=bound, guide=guide)
+    else:
+        result = Placement(pack.workers, pack.ps)
+    if upgrade_tries and problem.num_jobs and beyond and program is not None and \
+            problem.completion_time(result.total_workers, result.total_ps).sum() > bound * (1 + 1e-9):
+        result, details["upgrade"] = upgrade(problem, cfg, program, result, upgrade_tries,
+                                             UPGRADE_WORK)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
     details["bounds"] = bounds
     out = solution(problem, result, "smd", clock, bound=bound, details=details)

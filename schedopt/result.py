@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 import orjson
@@ -237,17 +237,22 @@ class Result:
         jobs x 3 types: benchmarks/README.md, "End to end")."""
         return b"".join(self.json_parts())
 
-    def json_parts(self) -> list:
+    def json_parts(self) -> Iterator[bytes | np.ndarray]:
         """`to_json()` as consecutive pieces (bytes and uint8 arrays) to write one after
-        another, which spares a copy of a large document."""
+        another, which spares a copy of a large document; each is made when the iterator
+        reaches it, so the first can be written while the next is being made."""
         if self.X is None or any(key in self.details for key in _BASE_KEYS):  # e.g. given rates
-            return [_json(self.to_dict())]
+            yield _json(self.to_dict())
+            return
         head, tail = self._head(), self._tail()
         keys = _key_spans(self.job_ids)
-        parts = [_json(head)[:-1], b',"allocation":', _keyed(keys, self.X, self.gpu_types),
-                 b',"effective_throughput":', _keyed(keys, self.effective_rates, None)]
+        yield _json(head)[:-1]
+        yield b',"allocation":'
+        yield _keyed(keys, self.X, self.gpu_types)
+        yield b',"effective_throughput":'
+        yield _keyed(keys, self.effective_rates, None)
         if tail:
-            parts += [b",", _json(tail)[1:]]
+            yield b","
+            yield _json(tail)[1:]
         else:
-            parts.append(b"}")
-        return parts
+            yield b"}"

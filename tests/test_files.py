@@ -69,3 +69,43 @@ def test_permissions_of_an_existing_file_are_kept(tmp_path):
     target.chmod(0o640)
     write_atomically(target, "b")
     assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_pieces_from_an_iterator_are_synced_as_they_come_and_land_whole(tmp_path, monkeypatch):
+    import numpy as np
+
+    import schedopt.files as files
+
+    synced = []  # bytes in the file when each early sync ran
+    real = os.fdatasync
+
+    def counting(fd):
+        synced.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(files._EarlySync, "_EARLY_BYTES", 1000)
+    monkeypatch.setattr(files.os, "fdatasync", counting)
+    pieces = [b"a" * 700, np.full(700, ord("b"), dtype=np.uint8), b"c" * 300, b"d" * 2000]
+    target = tmp_path / "out.json"
+    write_atomically(target, iter(pieces))
+    assert target.read_bytes() == b"a" * 700 + b"b" * 700 + b"c" * 300 + b"d" * 2000
+    # Started once 1,000 bytes were written, with what was written by then flushed to the file
+    # (the helper thread may run later, when more is there).
+    assert synced and min(synced) >= 1400
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_a_failed_early_sync_fails_the_write_and_keeps_the_old_file(tmp_path, monkeypatch):
+    import schedopt.files as files
+
+    def failing(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(files._EarlySync, "_EARLY_BYTES", 10)
+    monkeypatch.setattr(files.os, "fdatasync", failing)
+    target = tmp_path / "result.json"
+    target.write_text("old and good")
+    with pytest.raises(OutputError, match="result.json: could not write the output"):
+        write_atomically(target, iter([b"x" * 20, b"y" * 20]))
+    assert target.read_text() == "old and good"
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]

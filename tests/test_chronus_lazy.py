@@ -51,25 +51,31 @@ def test_lease_zero_in_deadline_order_when_the_guarantees_still_fit_after_it():
     assert lazy.running.tolist() == [False, True, False]
     assert lazy.reserved == {0: (1, 2)}
     assert lazy.plan.details["incumbent_from"] == "edf"
-    # When a must start now (due 200: leases 0 and 1), lease 0 stays the plan's.
+    # When a must hold leases 0 and 1 (due 200), lease 0 stays the plan's, unless GPUs freed
+    # in it are handed out between the boundaries (work_conserving): then b runs from 0 to 60
+    # and a from 60 (30 s of lease 0, the 70 s left in lease 1), as under EDF
+    # (tests/test_chronus_credit.py).
     tight = LeaseJobs(jobs.gpus, jobs.remaining_s, jobs.option_job,
                       np.array([200.0, 60.0, 190.0]), jobs.option_value)
-    keep = plan_boundary(tight, admitted, 1, 0.0, replace(s, lazy=True))
+    keep = plan_boundary(tight, admitted, 1, 0.0, replace(s, lazy=True, work_conserving=False))
     assert keep.running.tolist() == [True, False, False]
     assert keep.reserved == {0: (0, 1)}
+    credited = plan_boundary(tight, admitted, 1, 0.0, replace(s, lazy=True))
+    assert credited.running.tolist() == [False, True, False]
+    assert credited.credited.tolist() == [0] and credited.reserved == {0: (1,)}
 
 
 @st.composite
-def small_traces(draw):
-    """1-4 GPUs, 2-7 jobs of 20-300 s on 1-4 GPUs arriving within 300 s, most with a deadline
-    of 1.1-4 times their work (some with a second, later option of lower value)."""
+def small_traces(draw, arrivals=(0, 0, 30, 100, 150, 200, 300)):
+    """1-4 GPUs, 2-7 jobs of 20-300 s on 1-4 GPUs arriving at one of `arrivals` (s), most with
+    a deadline of 1.1-4 times their work (some with a second, later option of lower value)."""
     gpus = draw(st.integers(1, 4))
     jobs = []
     for i in range(draw(st.integers(2, 7))):
         work = draw(st.integers(20, 300))
         job = {"id": f"j{i}", "total_steps": work,
                "scale_factor": draw(st.integers(1, gpus)),
-               "arrival_time": float(draw(st.sampled_from([0, 0, 30, 100, 150, 200, 300])))}
+               "arrival_time": float(draw(st.sampled_from(arrivals)))}
         kind = draw(st.sampled_from(["deadline", "deadline", "options", "best effort"]))
         due = round(work * draw(st.floats(1.1, 4.0)), 1)
         if kind == "deadline":

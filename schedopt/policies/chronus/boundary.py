@@ -150,9 +150,7 @@ class LeaseInstance:
 
     def first_deadline(self) -> np.ndarray:
         """(N,) each job's SLO deadline (absolute s; inf for best effort)."""
-        out = np.full(self.num_jobs, np.inf)
-        np.minimum.at(out, self.option_job, self.option_deadline_s)
-        return out
+        return self.lease_jobs(np.arange(self.num_jobs), self.run_s).first_deadline()
 
 
 DEFAULT_LEASE_SECONDS = 1200.0
@@ -170,6 +168,20 @@ OTHERS = ("plan", "fill", "auto")
 # 1.3x a job's duration lazy guarantees missed more than the lease MILP's lease 0, at 2x and 3x
 # fewer).
 LAZY_SLACK = 0.5
+# lazy and search set to DEFAULT take the default of the entry point: lease by lease (a run,
+# `LeaseSettings`) a plan that does not depend on the machine's load; one boundary on its own
+# (`policy.chronus_policy`, schedopt solve) the lease MILP's own plan, solved as far as the time
+# limit allows.
+DEFAULT = "default"
+RUN_DEFAULTS = {"lazy": "auto", "search": False}
+BOUNDARY_DEFAULTS = {"lazy": False, "search": True}
+
+
+def entry_default(value, name: str, defaults: dict):
+    """Option `name`'s `value`, or its default in `defaults` (an entry point's) when DEFAULT."""
+    if name in defaults and isinstance(value, str) and value == DEFAULT:
+        return defaults[name]
+    return value
 
 
 @dataclass(frozen=True)
@@ -205,8 +217,9 @@ class LeaseSettings:
     (the default) only at boundaries where every admitted job has slack (`lazy_now`); search:
     true runs the lease MILP's solver stages within time_limit (wall clock, so a plan can
     depend on the machine's load), false (the default) the LP relaxation and its roundings
-    only (`solve_lease_problem`), the same plan on any machine. lazy or search None: the
-    default."""
+    only (`solve_lease_problem`), the same plan on any machine. lazy and search DEFAULT: a
+    run's, RUN_DEFAULTS (one boundary on its own resolves DEFAULT to BOUNDARY_DEFAULTS before
+    it builds its settings)."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -227,11 +240,8 @@ class LeaseSettings:
     search: bool = False
 
     def __post_init__(self):
-        # None (the chronus policy's options left unset): a run's defaults
-        if self.lazy is None:
-            object.__setattr__(self, "lazy", "auto")
-        if self.search is None:
-            object.__setattr__(self, "search", False)
+        for name in RUN_DEFAULTS:
+            object.__setattr__(self, name, entry_default(getattr(self, name), name, RUN_DEFAULTS))
         if self.others not in OTHERS:
             raise PolicyError(f"others must be one of {', '.join(OTHERS)}, got {self.others!r}")
         if self.fill not in FILLS:
@@ -610,7 +620,9 @@ class BoundaryDecision:
     over `planned` (job indices; plan job i is jobs[planned[i]]), None when no SLO job could be
     planned; sigma: the sigma used; unplaced: admitted jobs (indices) the plan could not place;
     reserved: job index -> lease offsets from now the plan gives each admitted job (the
-    reservations the next boundary admits against)."""
+    reservations the next boundary admits against); credited: admitted jobs (indices) that the
+    plan starts in lease 0 on the GPUs jobs finishing in it free (`lease_zero_credit`): between
+    the boundaries such GPUs go to them before any other job (`policy.chronus_between`)."""
 
     running: np.ndarray
     plan: ChronusPlan | None
@@ -618,6 +630,7 @@ class BoundaryDecision:
     sigma: float
     unplaced: np.ndarray
     reserved: dict[int, tuple[int, ...]]
+    credited: np.ndarray
 
 
 def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: float,
@@ -646,6 +659,7 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
                   (-1.0 if waiting_outside else 1.0))
     running = np.zeros(jobs.num_jobs, dtype=bool)
     plan = None
+    credit = np.zeros(planned.size)
     if planned.size:
         job_set, _ = _job_set(jobs, planned_mask, now, settings, need, horizon, reachable)
         width = lease_grid(now, settings)
@@ -668,10 +682,8 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
         if plan.unplaced and reserved:
             plan = _reserved_plan(problem, plan, planned, reserved)
         if lazy_now(jobs, admitted, now, settings) and not plan.unplaced:
-            plan = _lazy_plan(problem, plan, planned, admitted[planned],
-                              fill_in_order(jobs.gpus, fill_order(jobs, np.arange(jobs.num_jobs),
-                                                                  now, settings, held), capacity),
-                              settings, solver or settings.solver)
+            plan, credit = _lazy_credited(jobs, admitted, capacity, now, settings, held,
+                                          problem, plan, planned, solver or settings.solver)
         holds_first = np.array([0 in plan.leases.get(i, ()) for i in range(planned.size)],
                                dtype=bool)
         running[planned[holds_first]] = True
@@ -681,8 +693,95 @@ def plan_boundary(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: flo
     unplaced = planned[list(plan.unplaced)] if plan is not None else np.zeros(0, dtype=np.int64)
     reserved = {} if plan is None else {
         int(planned[i]): slot_leases(width, slots)
-        for i, slots in _latest_reservations(problem, plan, admitted[planned]).items()}
-    return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved)
+        for i, slots in _latest_reservations(problem, plan, admitted[planned], credit).items()}
+    return BoundaryDecision(running, plan, planned, sigma, unplaced, reserved,
+                            planned[np.flatnonzero(credit)])
+
+
+def _lazy_credited(jobs: LeaseJobs, admitted: np.ndarray, capacity: int, now: float,
+                   settings: LeaseSettings, held: np.ndarray | None, problem: LeaseProblem,
+                   plan: ChronusPlan, planned: np.ndarray, solver: Solver | str):
+    """(plan, credit over the plan jobs: leases of running in lease 0 without holding it from
+    the boundary) of lazy guarantees (`_lazy_plan`). Lease 0 in the fill's order as it is;
+    else the same crediting admitted jobs with the GPUs that jobs finishing in it free
+    (`lease_zero_credit`: in the fill's order, else to the admitted jobs first; with the
+    resume overhead counted once per run, in a work-conserving run only); else with the k
+    admitted jobs of least slack (first deadline - now - running left, s) ahead of the fill's
+    order and the credit, the least such k found by bisection (the jobs EDF would run in lease
+    0 give way only to the admitted jobs that must start now). (`plan`, zeros) when none
+    places every admitted job: the lease MILP's lease 0."""
+    none = np.zeros(planned.size)
+    mine = admitted[planned]
+    order = fill_order(jobs, np.arange(jobs.num_jobs), now, settings, held)
+    first = fill_in_order(jobs.gpus, order, capacity)
+    lazy = _lazy_plan(problem, plan, planned, mine, first, settings, solver)
+    if lazy is not plan or not (settings.overhead > 0 and settings.work_conserving):
+        return lazy, none
+
+    def credited(first: np.ndarray):
+        for among in (None, np.flatnonzero(admitted)):
+            credit = np.where(mine, lease_zero_credit(jobs, first, capacity, now, settings,
+                                                      held, among)[planned], 0.0)
+            if credit.any():
+                lazy = _lazy_plan(problem, plan, planned, mine, first, settings, solver, credit)
+                if lazy is not plan:
+                    return lazy, credit
+        return None
+
+    found = credited(first)
+    if found is not None:
+        return found
+    mine_all = np.flatnonzero(admitted)
+    slack = jobs.first_deadline()[mine_all] - now - jobs.remaining_s[mine_all]
+    urgent = mine_all[np.lexsort((mine_all, slack))]
+    lo, hi, best = 1, urgent.size, None
+    while lo <= hi:
+        k = (lo + hi) // 2
+        ahead = np.concatenate([urgent[:k], order[~np.isin(order, urgent[:k])]])
+        found = credited(fill_in_order(jobs.gpus, ahead, capacity))
+        if found is None:
+            lo = k + 1
+        else:
+            best, hi = found, k - 1
+    return best if best is not None else (plan, none)
+
+
+def lease_zero_credit(jobs: LeaseJobs, first: np.ndarray, capacity: int, now: float,
+                      settings: LeaseSettings, held: np.ndarray | None = None,
+                      among: np.ndarray | None = None) -> np.ndarray:
+    """(n,) leases of running (after the resume overhead) each waiting job (not in `first`)
+    gets in lease 0 from the GPUs the jobs `first` (indices, holding GPUs from the boundary)
+    free when they finish in it, 0 for the rest: earliest deadline first in continuous time
+    within the lease. The GPUs go out as between two boundaries of a work-conserving run: each
+    time jobs finish, to the waiting jobs in the fill's order (`fill_order`, `fill_in_order`),
+    a start only while more than the resume overhead is left of the lease; a job started keeps
+    its GPUs to the end of the lease. A job started at t (s) gets
+    (min(now + lease_seconds, its last deadline) - t - resume_overhead_s) / lease_seconds, none
+    when that is not positive (work after its last deadline meets no option). among: the
+    waiting jobs that may take the GPUs (None: all). Only the jobs known at the boundary take
+    part; in a run the credited jobs take freed GPUs before any other (`chronus_between`), so
+    each starts no later than counted here (a job of several GPUs may wait for more to free)."""
+    L, o = settings.lease_seconds, settings.resume_overhead_s
+    credit = np.zeros(jobs.num_jobs)
+    first = np.asarray(first, dtype=np.int64)
+    lost = np.full(first.size, o)
+    if held is not None:
+        lost[held[first]] = 0.0
+    finish = now + lost + jobs.remaining_s[first]
+    inside = finish < now + L - o
+    waiting = np.arange(jobs.num_jobs) if among is None else among
+    order = fill_order(jobs, np.setdiff1d(waiting, first), now, settings, held)
+    free = capacity - int(jobs.gpus[first].sum())
+    last = np.full(jobs.num_jobs, -np.inf)
+    np.maximum.at(last, jobs.option_job, jobs.option_deadline_s)
+    for t in np.unique(finish[inside]):
+        free += int(jobs.gpus[first[inside & (finish == t)]].sum())
+        took = fill_in_order(jobs.gpus, order, free)
+        if took.size:
+            credit[took] = np.maximum(np.minimum(now + L, last[took]) - t - o, 0.0) / L
+            free -= int(jobs.gpus[took].sum())
+            order = order[~np.isin(order, took)]
+    return credit
 
 
 def lazy_now(jobs: LeaseJobs, admitted: np.ndarray, now: float,
@@ -756,26 +855,31 @@ def _rescue(problem: LeaseProblem, plan: ChronusPlan) -> ChronusPlan:
                    details={**plan.details, "incumbent_from": "fallback_rounding"})
 
 
-def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan,
-                         admitted: np.ndarray) -> dict[int, tuple[int, ...]]:
+def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan, admitted: np.ndarray,
+                         credit: np.ndarray | None = None) -> dict[int, tuple[int, ...]]:
     """Reservations of the admitted plan jobs: lease 0 where the plan runs them, their other
     leases re-packed latest-fit within their chosen option's horizon so that early leases stay
-    free for jobs that arrive later; the plan's own leases when that packing fails."""
+    free for jobs that arrive later; the plan's own leases when that packing fails. credit:
+    leases of running each plan job gets in lease 0 without holding it from the boundary
+    (`lease_zero_credit`)."""
     keep = np.flatnonzero(admitted & (plan.chosen >= 0))
     own = {int(i): plan.leases[int(i)] for i in keep}
     first = np.array([0 in own[int(i)] for i in keep], dtype=bool)
-    packed = _pack_after_first(problem, keep, plan.chosen[keep], first)
+    packed = _pack_after_first(problem, keep, plan.chosen[keep], first,
+                               None if credit is None else credit[keep])
     if packed is None or not any(t > 0 for held in packed.values() for t in held):
         return own  # the packing failed, or lease 0 serves them all: the plan's leases
     return packed
 
 
 def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarray,
-                      first: np.ndarray) -> dict[int, tuple[int, ...]] | None:
+                      first: np.ndarray, credit: np.ndarray | None = None
+                      ) -> dict[int, tuple[int, ...]] | None:
     """Slots of the plan jobs `keep` with options `chosen`: slot 0 where `first`, the rest of
-    their work latest-fit in slots 1.. within each option's horizon (whole leases: tails are
-    not used); None when that packing does not place them all."""
-    need, rest = _after_lease_zero(problem, keep, first)
+    their work (less `credit`, see `_after_lease_zero`) latest-fit in slots 1.. within each
+    option's horizon (whole leases: tails are not used); None when that packing does not place
+    them all."""
+    need, rest = _after_lease_zero(problem, keep, first, credit)
     out = {int(i): (0,) if f else () for i, f in zip(keep, first)}
     if not rest.any():
         return out
@@ -788,7 +892,7 @@ def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarra
     packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], count, horizon[rest],
                                              problem.capacity[1:], width=problem.width[1:],
                                              overhead=problem.overhead, work=need[rest],
-                                             held=first[rest])
+                                             held=_in_lease_zero(first, credit)[rest])
     if unplaced:
         return None
     for i, leases in packed.items():
@@ -797,34 +901,44 @@ def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarra
     return out
 
 
-def _after_lease_zero(problem: LeaseProblem, keep: np.ndarray,
-                      first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _after_lease_zero(problem: LeaseProblem, keep: np.ndarray, first: np.ndarray,
+                      credit: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(need, rest) of the plan jobs `keep` after lease 0, which the jobs `first` hold: leases
-    of work (overhead per run) or leases still needed, and whether any is left."""
+    of work (overhead per run) or leases still needed, and whether any is left. credit (per_run
+    only): leases of work the other jobs of `keep` get in lease 0 on GPUs freed in it."""
     if problem.per_run:  # what lease 0 gives: a lease, less the overhead unless held before
         gain = problem.width[0] - problem.overhead * ~problem.held[keep]
-        need = problem.work[keep] - first * gain
+        gain = np.where(first, gain, 0.0 if credit is None else credit)
+        need = problem.work[keep] - gain
         return need, need > WORK_TOLERANCE
     need = problem.leases_needed[keep] - first
     return need, need > 0
 
 
+def _in_lease_zero(first: np.ndarray, credit: np.ndarray | None) -> np.ndarray:
+    """Whether each job holds GPUs at the end of lease 0: from the boundary (`first`) or from
+    a start in it (`credit` > 0)."""
+    return first if credit is None else first | (credit > 0)
+
+
 def _lazy_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray,
                admitted: np.ndarray, first: np.ndarray, settings: LeaseSettings,
-               solver: Solver | str) -> ChronusPlan:
+               solver: Solver | str, credit: np.ndarray | None = None) -> ChronusPlan:
     """The plan that gives lease 0 to the jobs `first` (job indices of the boundary, in the
     fill's earliest-deadline order) and the admitted plan jobs the rest of their work after it
     (the other plan jobs are left out of it): latest-fit within the option `plan` chose for
     each, else the lease MILP over the slots after lease 0 (`_after_first`); `plan` as it is
     when neither places every admitted job (earliest deadline first would then break a
-    guarantee that the plan keeps)."""
+    guarantee that the plan keeps). credit: leases of running each plan job gets in lease 0
+    on GPUs freed in it (`lease_zero_credit`), counted as done."""
     keep = np.flatnonzero(admitted & (plan.chosen >= 0))
     runs = np.isin(planned[keep], first)
+    mine = None if credit is None else credit[keep]
     chosen = np.full(problem.num_jobs, -1, dtype=np.int64)
     chosen[keep] = plan.chosen[keep]
-    packed = _pack_after_first(problem, keep, plan.chosen[keep], runs)
+    packed = _pack_after_first(problem, keep, plan.chosen[keep], runs, mine)
     if packed is None:
-        packed, options = _after_first(problem, keep, runs, settings, solver)
+        packed, options = _after_first(problem, keep, runs, settings, solver, mine)
         if packed is None:
             return plan
         chosen[keep] = np.where(options >= 0, options, chosen[keep])
@@ -836,11 +950,13 @@ def _lazy_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray,
 
 
 def _after_first(problem: LeaseProblem, keep: np.ndarray, first: np.ndarray,
-                 settings: LeaseSettings, solver: Solver | str):
+                 settings: LeaseSettings, solver: Solver | str,
+                 credit: np.ndarray | None = None):
     """(slots of the plan jobs `keep`: slot 0 where `first`, the rest of their work where the
     lease MILP over slots 1.. places it, any of their options (tails included); option chosen
-    per job, -1 for jobs that lease 0 serves), or (None, None) when that MILP places not all."""
-    need, rest = _after_lease_zero(problem, keep, first)
+    per job, -1 for jobs that lease 0 serves), or (None, None) when that MILP places not all.
+    credit: as in `_after_lease_zero`."""
+    need, rest = _after_lease_zero(problem, keep, first, credit)
     out = {int(i): (0,) if f else () for i, f in zip(keep, first)}
     options = np.full(keep.size, -1, dtype=np.int64)
     if not rest.any():
@@ -862,7 +978,8 @@ def _after_first(problem: LeaseProblem, keep: np.ndarray, first: np.ndarray,
         problem.gpus[keep[rest]], None if per_run else need[rest], job,
         problem.option_value[opt], horizon, problem.capacity[1:], sigma=-1.0,
         admitted=np.ones(int(rest.sum()), dtype=bool), width=problem.width[1:],
-        overhead=problem.overhead, held=first[rest], work=need[rest] if per_run else None,
+        overhead=problem.overhead, held=_in_lease_zero(first, credit)[rest],
+        work=need[rest] if per_run else None,
         option_tail=tail if tail.any() else None)
     found = solve_lease_problem(shifted, solver=solver, time_limit=settings.time_limit,
                                 search=settings.search)

@@ -22,12 +22,15 @@ from schedopt.core.events import LeaseBoundary, event_of
 from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.chronus.boundary import (
+    BOUNDARY_DEFAULTS,
+    DEFAULT,
     DEFAULT_HORIZON_SECONDS,
     DEFAULT_SLOTS_PER_DOUBLING,
     LeaseInstance,
     LeaseSettings,
     admit_arrivals,
     demote_hopeless,
+    entry_default,
     fill_in_order,
     fill_order,
     lease_grid,
@@ -53,7 +56,7 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
                    resume_overhead_per: str = "run", work_conserving: bool = True,
                    fill: str = "deadline", readmit: bool = False,
                    repack: bool = False, others: str = "auto", tails: bool = True,
-                   lazy: bool | str | None = None, search: bool | None = None) -> Outcome:
+                   lazy: bool | str = DEFAULT, search: bool | str = DEFAULT) -> Outcome:
     """Who holds the pool's GPUs in the next lease (options: `LeaseSettings`, `LeaseInstance`).
 
     Outcome: allocation (M, J) = 1 on the pool's GPU type for the jobs holding GPUs in lease 0,
@@ -65,13 +68,13 @@ def chronus_policy(instance: Instance, solver: Solver | str, options: SolveOptio
     `used_fallback`, `milp_seconds`. solver: the Solver session every lease MILP runs on (a
     backend name builds one with `options`); its time limit defaults to 5 s per lease MILP.
     work_conserving concerns the time between boundaries of a simulation (nothing here). lazy
-    and search None (the default): False and True here, the lease MILP's own plan of the
-    boundary, solved as far as the time limit allows (in a run: "auto" and False).
+    and search DEFAULT ("default"): `boundary.BOUNDARY_DEFAULTS` (False and True), the lease
+    MILP's own plan of the boundary, solved as far as the time limit allows.
     """
     clock = time.perf_counter()
     session = solver if isinstance(solver, Solver) else Solver(solver, options)
-    lazy = False if lazy is None else lazy
-    search = True if search is None else search
+    lazy = entry_default(lazy, "lazy", BOUNDARY_DEFAULTS)
+    search = entry_default(search, "search", BOUNDARY_DEFAULTS)
     settings = _settings(session, lease_seconds, resume_overhead_s, horizon_leases, sigma,
                          horizon_seconds, slots_per_doubling, run_through, resume_overhead_per,
                          fill, repack, others, tails, lazy, search)
@@ -153,8 +156,8 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
     SLO jobs that arrived go through admission control against the reservations of the
     admitted ones, then the lease MILP and the shortest-remaining-service fill decide the next
     lease (`plan_boundary`). Kept in `boundary.memory` from one boundary to the next: admitted
-    and demoted (bool over the run's jobs, by `run_index`) and reserved ({run index: absolute
-    lease numbers}). The allocation (n, 1) marks the jobs holding GPUs in the next lease;
+    and demoted (bool over the run's jobs, by `run_index`), reserved ({run index: absolute
+    lease numbers}) and credited ((lease number, run indices): `chronus_between`). The allocation (n, 1) marks the jobs holding GPUs in the next lease;
     details: gap, used_fallback and milp_seconds of the lease MILP, demoted (job ids)."""
     clock = time.perf_counter()
     memory = {} if boundary.memory is None else boundary.memory  # None: a boundary on its own
@@ -198,6 +201,7 @@ def chronus_online(boundary: LeaseBoundary, options: ChronusOptions, solver: Sol
     ever_admitted[index] = admitted
     memory["reserved"] = {int(index[i]): tuple(int(t) + lease for t in leases)
                           for i, leases in decision.reserved.items()}
+    memory["credited"] = (lease, tuple(int(g) for g in index[decision.credited]))
     ids, running, plan = boundary.ids, decision.running, decision.plan
     leases = {ids[i]: [0] for i in np.flatnonzero(running)}
     leases.update({ids[i]: list(t) for i, t in decision.reserved.items() if t})
@@ -217,15 +221,21 @@ def chronus_between(boundary: LeaseBoundary, options: ChronusOptions,
     """Chronus between two boundaries (`LeaseBoundary.until` set): the idle GPUs go to the
     waiting jobs in the order of the boundary's fill (`fill_order`: by default SLO jobs that
     can still meet a deadline, earliest first, then shortest remaining service); a job that
-    does not fit is skipped. No admission, no MILP: the admitted jobs' reservations are
-    untouched (the GPUs are idle until the next boundary, and a job that runs early only needs
-    less later)."""
+    does not fit is skipped. Admitted jobs the boundary's plan credited with GPUs freed in this
+    lease (`boundary.lease_zero_credit`; their guarantee counts on it) come first, in that
+    order, and while one of them waits no other job starts. No admission, no MILP: the
+    admitted jobs' reservations are untouched (the GPUs are idle until the next boundary, and a
+    job that runs early only needs less later)."""
     clock = time.perf_counter()
     jobs, n = boundary.jobs, boundary.jobs.num_jobs
     settings = _online_settings(options, solver.name, solver.settings.time_limit)
-    order = fill_order(jobs, np.arange(n), boundary.now, settings)
     running = np.zeros(n, dtype=bool)
-    running[fill_in_order(jobs.gpus, order, boundary.capacity)] = True
+    first = fill_order(jobs, _credited_waiting(boundary, settings), boundary.now, settings)
+    running[fill_in_order(jobs.gpus, first, boundary.capacity)] = True
+    if running.sum() == first.size:  # no credited job waits: the fill's order
+        order = fill_order(jobs, np.flatnonzero(~running), boundary.now, settings)
+        free = boundary.capacity - int(jobs.gpus[running].sum())
+        running[fill_in_order(jobs.gpus, order, free)] = True
     ids = boundary.ids
     outcome = Outcome.from_status(running[:, None].astype(float), Status.FEASIBLE, None, None,
                                   time.perf_counter() - clock, "chronus", {})
@@ -233,6 +243,18 @@ def chronus_between(boundary: LeaseBoundary, options: ChronusOptions,
                                  ids[running].tolist(), [], [], boundary.lease_seconds,
                                  boundary.gpu_type)
     return outcome
+
+
+def _credited_waiting(boundary: LeaseBoundary, settings: LeaseSettings) -> np.ndarray:
+    """Indices of the boundary's waiting jobs that the last boundary's plan credited with
+    GPUs freed in this lease (`BoundaryDecision.credited`)."""
+    lease, credited = (boundary.memory or {}).get("credited", (-1, ()))
+    if not credited or lease != int(np.floor(boundary.now / settings.lease_seconds + 1e-9)):
+        return np.zeros(0, dtype=np.int64)
+    index = np.arange(boundary.jobs.num_jobs) if boundary.run_index is None \
+        else np.asarray(boundary.run_index)
+    where = {int(g): i for i, g in enumerate(index)}
+    return np.array([where[g] for g in credited if g in where], dtype=np.int64)
 
 
 def _outcome(X: np.ndarray, plan, details: dict, session: Solver, clock: float) -> Outcome:
@@ -301,10 +323,14 @@ class ChronusOptions:
     plans it (`boundary.plan_boundary`); "auto" only while the median admitted job's slack is
     at least half its running time left (`boundary.lazy_now`); search: True runs the lease
     MILP's solver stages within the time limit (wall clock), False its LP and roundings only, a
-    plan that does not depend on the machine's load (`LeaseSettings`). lazy and search None
-    (the defaults): in a run (lease by lease) "auto" and False, so that a run is the same at
-    any load; for one boundary (`chronus_policy`, schedopt solve) False and True, the lease
-    MILP's plan solved as far as the time limit allows."""
+    plan that does not depend on the machine's load (`LeaseSettings`). lazy and search "default"
+    (`boundary.DEFAULT`, the defaults) take the entry point's: in a run (lease by lease)
+    `boundary.RUN_DEFAULTS`, "auto" and False, so that a run is the same at any load; for one
+    boundary (`chronus_policy`, schedopt solve) `boundary.BOUNDARY_DEFAULTS`, False and True,
+    the lease MILP's plan solved as far as the time limit allows. With lazy guarantees in a
+    work-conserving run, admitted jobs may be counted to start in the next lease on GPUs that
+    jobs finishing in it free (`boundary.lease_zero_credit`); such GPUs then go to them
+    first."""
 
     lease_seconds: float = 1200.0
     resume_overhead_s: float = 30.0
@@ -322,8 +348,8 @@ class ChronusOptions:
     repack: bool = False
     others: str = "auto"
     tails: bool = True
-    lazy: bool | str | None = None
-    search: bool | None = None
+    lazy: bool | str = DEFAULT
+    search: bool | str = DEFAULT
 
 
 class Chronus(Policy):

@@ -67,7 +67,7 @@ class _EarlySync:
 
         def sync() -> None:
             try:
-                os.fdatasync(fd)
+                getattr(os, "fdatasync", os.fsync)(fd)  # macOS and Windows have no fdatasync
             except OSError as exc:
                 self.error = exc
 

@@ -9,6 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
+from schedopt.api import solve
+from schedopt.errors import PolicyError
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.model import Placement, SmdProblem
@@ -93,3 +95,5 @@ def test_upgrade_stops_at_its_tries_and_smd_reports_them():
     assert result.status.value == "optimal" or result.details["upgrade"]["tries"] <= 2
     with pytest.raises(ValueError, match="upgrade_tries"):
         smd(problem, upgrade_tries=-1)
+    with pytest.raises(PolicyError, match="upgrade_tries must be an integer >= 0"):
+        solve(parameter_server_instance(3, 2, seed=0, regime="nic"), "smd", upgrade_tries=-1)

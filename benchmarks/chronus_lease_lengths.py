@@ -12,7 +12,8 @@ Each trace is replayed with `schedopt.simulation.lease_sim.simulate_leases` unde
 farther, the resume overhead counted once per run of consecutive leases; --overhead-per lease
 counts it in every lease, as Chronus's artifact does; the lease MILP's LP relaxation and its
 roundings, so the results do not depend on the machine's load; lazy guarantees while the
-admitted jobs have slack), edf and srtf, resume overhead 30 s, lease MILP limit --time-limit s
+admitted jobs have slack, crediting admitted jobs with GPUs that jobs finishing mid-lease free),
+edf and srtf, resume overhead 30 s, lease MILP limit --time-limit s
 (it binds only with --chronus search=true); GPUs idle between boundaries go to waiting jobs at once
 (--work-conserving off: they wait for the next boundary). Columns: SLO
 miss ratio of each scheduler; `adm` SLO jobs Chronus admitted (at any time) and `adm miss`

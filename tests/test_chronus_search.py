@@ -67,3 +67,20 @@ def test_a_run_is_the_same_whatever_the_time_limit():
     for jobs in (first, second):
         admitted = jobs[jobs["admitted"]]
         assert admitted["met_deadline"].all()
+
+
+def test_default_stands_for_each_entry_points_own_lazy_and_search(monkeypatch):
+    # A run's settings: lazy "auto", no search; one boundary on its own: lazy false, search.
+    from schedopt.policies.chronus import policy
+    from schedopt.policies.chronus.boundary import LeaseSettings
+
+    assert policy.ChronusOptions().lazy == "default" == policy.ChronusOptions().search
+    run = policy._online_settings(policy.ChronusOptions(), None, None)
+    assert (run.lazy, run.search) == ("auto", False)
+    assert (LeaseSettings().lazy, LeaseSettings().search) == ("auto", False)
+    seen = []
+    monkeypatch.setattr(policy, "_settings", lambda *args: seen.append(args[-2:]) or
+                        policy.LeaseSettings(lazy=args[-2], search=args[-1]))
+    policy.chronus_policy(burst(), policy.DEFAULT_SOLVER)
+    policy.chronus_policy(burst(), policy.DEFAULT_SOLVER, lazy=True, search=False)
+    assert seen == [(False, True), (True, False)]

@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 from schedopt.policies.chronus.boundary import (LeaseJobs, LeaseSettings, lease_zero_credit,
                                                 plan_boundary)
-from schedopt.simulation import SimulationConfig, simulate
 
-from test_chronus_lazy import instance, small_traces
+from test_chronus_lazy import assert_admitted_jobs_meet_deadlines, instance, run, small_traces
 
 # Two GPUs, 100 s leases, 10 s to start or resume; every job on one GPU, all arriving at 0.
 # a (150 s, due 250) is admitted first, then b2 (180 s, due 200); b1 (40 s, due 100) no longer
@@ -74,11 +73,6 @@ def test_the_credited_job_keeps_its_guarantee_and_lease_zero_is_earliest_deadlin
     assert d.running[0] and d.credited.size == 0
 
 
-def run(trace, scheduler: str, **options):
-    return simulate(trace, scheduler, SimulationConfig(policy_options={
-        "lease_seconds": 100.0, "resume_overhead_s": 10.0, **options})).jobs
-
-
 def test_the_trace_meets_every_deadline_as_edf_does():
     # (The lease MILP's lease 0 of before: a and b2 from 0, a done at 160 s, b1 at 210 s.)
     trace = instance(TRACE, 2)
@@ -98,10 +92,4 @@ def test_the_trace_meets_every_deadline_as_edf_does():
 @given(small_traces(arrivals=(0, 0, 10, 30, 120)), st.sampled_from([True, "auto"]))
 def test_admitted_jobs_never_miss_with_the_credit(trace, lazy):
     # Bursts (most jobs arrive in the first lease), where GPUs freed in a lease are credited.
-    jobs = run(trace, "chronus", lazy=lazy)
-    spec = {j.id: j for j in trace.jobs}
-    for job_id, row in jobs[jobs["admitted"]].iterrows():
-        job = spec[job_id]
-        due = job.arrival_time + max(o.after_s for o in job.slo_options)
-        assert row["completion_s"] <= due + 1e-6, (job_id, row["completion_s"], due)
-    assert not jobs["demoted"].any()
+    assert_admitted_jobs_meet_deadlines(trace, run(trace, "chronus", lazy=lazy))

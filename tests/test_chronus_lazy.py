@@ -92,7 +92,12 @@ def small_traces(draw, arrivals=(0, 0, 30, 100, 150, 200, 300)):
                                         (True, "fill", True), (True, "auto", "auto")]))
 def test_admitted_jobs_never_miss_with_lazy_guarantees(trace, variant):
     tails, others, lazy = variant
-    jobs = run(trace, "chronus", lazy=lazy, tails=tails, others=others)
+    assert_admitted_jobs_meet_deadlines(trace, run(trace, "chronus", lazy=lazy, tails=tails,
+                                                   others=others))
+
+
+def assert_admitted_jobs_meet_deadlines(trace, jobs) -> None:
+    """Every admitted job of the simulated `jobs` table ends by its latest SLO option."""
     spec = {j.id: j for j in trace.jobs}
     for job_id, row in jobs[jobs["admitted"]].iterrows():
         job = spec[job_id]

@@ -19,8 +19,7 @@ REPEATS (wall seconds, and CPU seconds, which move less on a shared machine):
 - with --before PATH (a folder holding another tree's `schedopt` package, e.g. an exported
   older commit): the same command run on that tree, alternating with this one run by run;
 - with --breakdown: in a fresh process per file, the time of each step (imports of the CLI
-  and the policy, load_instance, solve, Result.json_parts made whole, write_atomically of
-  those pieces), with the command's heap warming and kept memory.
+  and the policy, load_instance, solve, Result.to_json, write_atomically).
 The command is the `schedopt` console script installed next to this interpreter (what `pip
 install` writes; a version manager's shim in front of it, e.g. pyenv's, would add its own start
 of ~0.1 s), and the package's modules are compiled to bytecode once beforehand, as an installed
@@ -87,17 +86,14 @@ import sys, time
 clock = lambda: (time.perf_counter(), time.process_time())
 start = clock()
 from schedopt.cli import main
-from schedopt.cli.main import WARM_PER_CELL, WARM_PER_FILE_BYTE
-from schedopt.cli.startup import HeapWarmer, import_scipy_sparse, keep_freed_memory
+from schedopt.cli.startup import import_scipy_sparse
 from schedopt.core.registry import resolve
 from schedopt.instance import load_instance
 from schedopt.api import solve
 from schedopt.files import write_atomically
 from pathlib import Path
 import_scipy_sparse()
-keep_freed_memory()
 policy, _ = resolve("max_min_fairness")
-warmer = HeapWarmer()  # as the command does
 steps, last = {"imports": None}, start
 def step(name, work):
     global last
@@ -106,11 +102,8 @@ def step(name, work):
     end = clock(); steps[name] = (end[0] - now[0], end[1] - now[1])
     return out
 steps["imports"] = (clock()[0] - start[0], clock()[1] - start[1])
-warmer.add(WARM_PER_FILE_BYTE * Path(sys.argv[1]).stat().st_size)
 instance = step("load", lambda: load_instance(sys.argv[1]))
-warmer.add(WARM_PER_CELL * len(instance.job_ids) * len(instance.cluster.gpu_types) - warmer.total)
 result = step("solve", lambda: solve(instance, policy))
-warmer.join()
 document = step("to_json", lambda: [*result.json_parts(), b"\\n"])
 step("write", lambda: write_atomically(Path(sys.argv[2]), document, inputs=[sys.argv[1]]))
 print(repr(steps))

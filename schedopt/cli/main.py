@@ -16,7 +16,7 @@ from schedopt.backends import BACKEND_NAMES
 from schedopt.cli import render
 from schedopt.cli import interrupts
 from schedopt.cli.errors import EXIT_USER_ERROR, OneLineErrors, fail
-from schedopt.cli.startup import HeapWarmer, import_scipy_sparse, keep_freed_memory
+from schedopt.cli.startup import import_scipy_sparse, keep_freed_memory
 from schedopt.instance import load_instance, validate_file
 from schedopt.backends import SolveOptions
 from schedopt.backends.session import Solver
@@ -24,11 +24,6 @@ from schedopt.core.registry import gavel_names, registered, resolve
 from schedopt.files import check_output, write_atomically
 
 DEMO_INSTANCE = "small-heterogeneous.yaml"
-# Heap faulted in ahead of a solve (HeapWarmer), in bytes: per byte of a JSON instance file
-# (reading and decoding it), then per (job, GPU type) less what that gave (a max-min fairness
-# solve of random rows grows the heap by ~190-220 bytes per cell at 100,000-1,000,000 jobs).
-WARM_PER_FILE_BYTE = 4
-WARM_PER_CELL = 200
 
 
 def parse_option(text: str) -> tuple[str, object]:
@@ -129,11 +124,7 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
     for target, what in ((output, "result document"), (export_mps, "MPS file")):
         if target is not None:  # before any work: a bad target or an input is one line
             check_output(target, inputs=[file], what=what)
-    warmer = HeapWarmer()
-    warmer.add(WARM_PER_FILE_BYTE * _file_size(file))
     instance = load_instance(file)
-    warmer.add(WARM_PER_CELL * len(instance.job_ids) * len(instance.cluster.gpu_types)
-               - warmer.total)
     options = dict(parse_option(text) for text in policy_options)
     if partitions is None and exact_gap:
         fail("--gap compares POP with the exact solve: give --pop K too")
@@ -143,7 +134,6 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
     session = Solver(solver or chosen.default_solver,
                      SolveOptions(time_limit=time_limit, threads=threads, verbose=verbose))
     result = solve_instance(instance, chosen, session, **pop, **{**fixed, **options})
-    warmer.join()
     if export_mps is not None:
         program = session.last_program
         if program is None:
@@ -177,14 +167,6 @@ def _kept(pieces, kept: list):
     for piece in pieces:
         kept.append(piece)
         yield piece
-
-
-def _file_size(path: Path) -> int:
-    """Bytes in the file at `path` (0 when it cannot be read: load_instance reports that)."""
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 @main.command()

@@ -14,11 +14,6 @@ A solve allocates and frees arrays of M floats again and again (8 MB each at 1,0
 glibc's malloc hands blocks that large to the kernel and back (mmap/munmap), so each new array
 is faulted in page by page: `keep_freed_memory` makes the process keep them for reuse instead
 (1,000,000 jobs: ~0.4 s less system time of ~2.2 s, the same peak memory).
-
-The pages of that kept memory are still faulted in (zeroed by the kernel) the first time the
-process touches them, on the thread that touches them: `HeapWarmer` touches them beforehand on
-a second thread, which ctypes runs without the GIL while the main thread imports, reads and
-solves, then frees the block for the solve's arrays to reuse.
 """
 
 from __future__ import annotations
@@ -26,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import importlib
 import sys
-import threading
 import types
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
@@ -80,52 +74,3 @@ def keep_freed_memory() -> None:
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     mallopt(_M_MMAP_THRESHOLD, _KEEP_BYTES)
     mallopt(_M_TRIM_THRESHOLD, _KEEP_BYTES)
-
-
-class HeapWarmer:
-    """Faults in heap memory on a second thread, ahead of the main thread's need for it.
-
-    `add(nbytes)` takes a block of `nbytes` from the heap (on the calling thread, so from the
-    main thread's arena), writes zeros to it on a new thread (each page faulted in there) and
-    frees it; once freed, the process keeps it (`keep_freed_memory`) and the main thread's
-    next arrays reuse its pages without faulting. Nothing happens without glibc, for blocks
-    at or above the size glibc would map apart (they would be handed back when freed), or when
-    the heap cannot grow. `join()` waits for every block to be freed."""
-
-    _CAP = _KEEP_BYTES // 2  # bytes: at most this much per block
-
-    def __init__(self) -> None:
-        self.threads: list[threading.Thread] = []
-        self.total = 0  # bytes handed to `add` and taken
-        try:
-            libc = ctypes.CDLL(None)
-            libc.mallopt  # glibc (where keep_freed_memory applies)
-            self._malloc, self._memset, self._free = libc.malloc, libc.memset, libc.free
-        except (OSError, AttributeError, TypeError):
-            self._malloc = None
-            return
-        self._malloc.argtypes, self._malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
-        self._memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-        self._memset.restype = ctypes.c_void_p
-        self._free.argtypes, self._free.restype = [ctypes.c_void_p], None
-
-    def add(self, nbytes: int) -> None:
-        nbytes = min(int(nbytes), self._CAP)
-        if self._malloc is None or nbytes <= 0:
-            return
-        block = self._malloc(nbytes)
-        if not block:
-            return
-        self.total += nbytes
-
-        def touch() -> None:
-            self._memset(block, 0, nbytes)
-            self._free(block)
-
-        thread = threading.Thread(target=touch, name="schedopt-heap-warmer", daemon=True)
-        thread.start()
-        self.threads.append(thread)
-
-    def join(self) -> None:
-        for thread in self.threads:
-            thread.join()

@@ -46,48 +46,10 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = 
     return target
 
 
-class _EarlySync:
-    """Starts flushing a file being written to disk while later pieces are still being made
-    (pieces that come from an iterator): after each `_EARLY_BYTES` written, the data so far
-    is synced on a helper thread (fdatasync, without the GIL), so that the final fsync has
-    less left to wait for. `join` waits for it and raises its error, if any."""
-
-    _EARLY_BYTES = 32 << 20
-
-    def __init__(self, handle) -> None:
-        self.handle, self.pending, self.thread, self.error = handle, 0, None, None
-
-    def wrote(self, nbytes: int) -> None:
-        self.pending += nbytes
-        if self.pending < self._EARLY_BYTES or (self.thread and self.thread.is_alive()):
-            return
-        self.pending = 0
-        self.handle.flush()
-        fd = self.handle.fileno()
-
-        def sync() -> None:
-            try:
-                getattr(os, "fdatasync", os.fsync)(fd)  # macOS and Windows have no fdatasync
-            except OSError as exc:
-                self.error = exc
-
-        import threading
-
-        self.thread = threading.Thread(target=sync, name="schedopt-early-sync", daemon=True)
-        self.thread.start()
-
-    def join(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
-        if self.error is not None:
-            raise self.error
-
-
 def write_atomically(path: str | os.PathLike,
-                     content: str | bytes | Iterable | Callable[[Path], None],
+                     content: str | bytes | list | Callable[[Path], None],
                      inputs: Iterable[str | os.PathLike] = (), what: str = "output") -> Path:
-    """Write `content` (text, bytes, bytes-like pieces written one after another (a list, or
-    an iterator: a large file made piece by piece is flushed to disk as it goes), or
+    """Write `content` (text, bytes, a list of bytes-like pieces written one after another, or
     a function that writes a file at the Path it is given, e.g. `lambda p: frame.to_csv(p)`)
     to `path` atomically; returns the path. OutputError (one line) when the target cannot be
     written; the target is untouched on any failure."""
@@ -106,17 +68,12 @@ def write_atomically(path: str | os.PathLike,
             with open(temp, "rb+") as handle:
                 os.fsync(handle.fileno())
         else:
-            pieces = [content.encode("utf-8")] if isinstance(content, str) else \
-                [content] if isinstance(content, (bytes, bytearray)) else content
+            pieces = content if isinstance(content, list) else \
+                [content.encode("utf-8") if isinstance(content, str) else content]
             with os.fdopen(fd, "wb") as handle:
-                early = _EarlySync(handle)
-                try:
-                    for piece in pieces:
-                        handle.write(piece)
-                        early.wrote(memoryview(piece).nbytes)
-                    handle.flush()
-                finally:
-                    early.join()
+                for piece in pieces:
+                    handle.write(piece)
+                handle.flush()
                 os.fsync(handle.fileno())
         if target.exists():
             os.chmod(temp, target.stat().st_mode & 0o777)

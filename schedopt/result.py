@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -103,34 +102,10 @@ def _keyed(keys: tuple[bytes, np.ndarray, np.ndarray], values: np.ndarray,
     out = np.empty(int(row_end[-1]) + 1, dtype=np.uint8)
     out[0] = ord("{")
     ramp = np.arange(int(row_bytes.max()) * min(M, _CHUNK_JOBS), dtype=np.int32)
-
-    def gather(blocks: range) -> None:
-        for a in blocks:
-            b = min(a + _CHUNK_JOBS, M)
-            _gather(source, starts[a:b].ravel(), lengths[a:b].ravel(),
-                    out[row_end[a] - row_bytes[a]:row_end[b - 1]], ramp)
-
-    blocks = range(0, M, _CHUNK_JOBS)
-    half = len(blocks) // 2
-    if half:  # numpy gathers without the GIL: a second thread writes the second half
-        failed: list[BaseException] = []
-
-        def second_half() -> None:
-            try:
-                gather(blocks[half:])
-            except BaseException as exc:  # re-raised on this thread
-                failed.append(exc)
-
-        helper = threading.Thread(target=second_half)
-        helper.start()
-        try:
-            gather(blocks[:half])
-        finally:
-            helper.join()
-        if failed:
-            raise failed[0]
-    else:
-        gather(blocks)
+    for a in range(0, M, _CHUNK_JOBS):
+        b = min(a + _CHUNK_JOBS, M)
+        _gather(source, starts[a:b].ravel(), lengths[a:b].ravel(),
+                out[row_end[a] - row_bytes[a]:row_end[b - 1]], ramp)
     out[-2] = ord("}")  # the last job's trailing comma
     return out[:-1]
 
@@ -237,22 +212,17 @@ class Result:
         jobs x 3 types: benchmarks/README.md, "End to end")."""
         return b"".join(self.json_parts())
 
-    def json_parts(self) -> Iterator[bytes | np.ndarray]:
+    def json_parts(self) -> list:
         """`to_json()` as consecutive pieces (bytes and uint8 arrays) to write one after
-        another, which spares a copy of a large document; each is made when the iterator
-        reaches it, so the first can be written while the next is being made."""
+        another, which spares a copy of a large document."""
         if self.X is None or any(key in self.details for key in _BASE_KEYS):  # e.g. given rates
-            yield _json(self.to_dict())
-            return
+            return [_json(self.to_dict())]
         head, tail = self._head(), self._tail()
         keys = _key_spans(self.job_ids)
-        yield _json(head)[:-1]
-        yield b',"allocation":'
-        yield _keyed(keys, self.X, self.gpu_types)
-        yield b',"effective_throughput":'
-        yield _keyed(keys, self.effective_rates, None)
+        parts = [_json(head)[:-1], b',"allocation":', _keyed(keys, self.X, self.gpu_types),
+                 b',"effective_throughput":', _keyed(keys, self.effective_rates, None)]
         if tail:
-            yield b","
-            yield _json(tail)[1:]
+            parts += [b",", _json(tail)[1:]]
         else:
-            yield b"}"
+            parts.append(b"}")
+        return parts

@@ -47,24 +47,6 @@ def test_document_spanning_many_blocks_of_jobs(monkeypatch):
     assert json.loads(result.to_json()) == json.loads(json.dumps(result.to_dict()))
 
 
-def test_a_failure_while_writing_the_second_half_of_the_blocks_is_raised(monkeypatch):
-    import schedopt.result as module
-
-    gather = module._gather
-
-    def failing(source, starts, lengths, out, ramp):
-        if out.base is not None and out.__array_interface__["data"][0] > \
-                out.base.__array_interface__["data"][0] + out.base.size // 2:
-            raise MemoryError("no room")
-        gather(source, starts, lengths, out, ramp)
-
-    monkeypatch.setattr(module, "_CHUNK_JOBS", 7)
-    monkeypatch.setattr(module, "_gather", failing)
-    result = _result([f"j{m}" for m in range(100)], ("a",), np.ones((100, 1)))
-    with pytest.raises(MemoryError, match="no room"):
-        result.to_json()
-
-
 def test_json_output_is_the_written_document(tmp_path):
     from pathlib import Path
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import itertools
 import json
 import sys
 from importlib import resources
@@ -140,15 +139,11 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
             fail(f"policy {chosen.name} solves no LP, so there is nothing to export")
         from schedopt.backends.mps import write_mps
         write_mps(program, export_mps)
-    # The document's pieces are written as they are made (the file flushed to disk while
-    # later pieces are made) and kept for stdout: a large one is never joined or copied.
-    parts = itertools.chain(result.json_parts(), [b"\n"]) if output is not None or as_json \
-        else iter(())
-    document: list = []
+    # The document's pieces are written as they are: a large one is never joined or copied.
+    document = [*result.json_parts(), b"\n"] if output is not None or as_json else []
     if output is not None:
-        write_atomically(output, _kept(parts, document), inputs=[file], what="result document")
+        write_atomically(output, document, inputs=[file], what="result document")
         interrupts.progress(f"wrote {output}")
-    document += parts  # all of them when no file was written
     if as_json:
         stdout = click.get_binary_stream("stdout")
         for piece in document:
@@ -160,13 +155,6 @@ def solve(file, policy, solver, time_limit, threads, policy_options, as_json, ou
         click.echo(render.decision_table(result, chosen.decision, max_rows))
     if not result.status.has_solution:
         sys.exit(1)
-
-
-def _kept(pieces, kept: list):
-    """`pieces`, each appended to `kept` as it passes."""
-    for piece in pieces:
-        kept.append(piece)
-        yield piece
 
 
 @main.command()

@@ -19,6 +19,13 @@ import pytest
 TRIALS = int(os.environ.get("SCHEDOPT_KILL_TRIALS", "10"))
 
 
+def default_ctrl_c() -> None:
+    """`preexec_fn` of a child a test interrupts: SIGINT's default action in it. A shell starts
+    a background job with SIGINT ignored and its children inherit that, where Python then
+    never raises KeyboardInterrupt, so a test run started in the background would fail."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def big_instance(path: Path, jobs: int, arrivals: bool) -> None:
     rng = np.random.default_rng(0)
     rates = rng.random((jobs, 3)) * [10.0, 5.0, 2.0] + 0.1
@@ -46,7 +53,8 @@ def interrupt_at_random(args: list[str], seconds: float, rng: random.Random):
     """Start the CLI, wait until it handles signals (the interpreter's own start-up is not the
     command's), then send SIGINT or SIGTERM after a random delay; (exit code, signal, stderr)."""
     process = subprocess.Popen([sys.executable, "-m", "schedopt.cli", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=default_ctrl_c)
     deadline = time.monotonic() + 30
     while not handles_sigterm(process.pid) and time.monotonic() < deadline:
         time.sleep(0.002)
@@ -166,7 +174,7 @@ def test_console_script_exit_status(action, code, line):
     parsing = action == "while parsing"
     script = ENTRY_WITH.format(action="pass" if parsing else action, while_parsing=parsing)
     process = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             timeout=120)
+                             timeout=120, preexec_fn=default_ctrl_c)
     assert process.returncode == code, process.stderr
     lines = [text for text in process.stderr.splitlines() if text.strip()]
     if line is None:

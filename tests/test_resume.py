@@ -24,6 +24,7 @@ from schedopt.cli.main import main
 from schedopt.instance import load_instance
 from schedopt.simulation import CheckpointError, CheckpointPlan, SimulationConfig, simulate
 from schedopt.simulation.checkpoint import decode, encode, prefix
+from test_interrupts import default_ctrl_c
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "instances" / "small-heterogeneous.yaml"
@@ -327,7 +328,8 @@ def test_cli_interrupted_by_a_signal_resumes_to_the_same_json(tmp_path, mode):
         before = path.stat().st_mtime_ns if path.exists() else None
         process = subprocess.Popen(args + ["--checkpoint", str(path), "--checkpoint-every", "10"]
                                    + (["--resume", str(path)] if path.exists() else []),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=default_ctrl_c)
         deadline = time.monotonic() + 60
         while not written_since(path, before) and process.poll() is None \
                 and time.monotonic() < deadline:  # the run is under way: it wrote a checkpoint

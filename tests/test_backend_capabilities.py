@@ -28,7 +28,7 @@ EXPECTED = {
     "clarabel": C.LP | C.DUALS,
     "glop": C.LP | C.DUALS,
     "pdlp": C.LP | C.DUALS,
-    "cpsat": C.MILP | C.MIP_START,
+    "cpsat": C.MILP | C.MIP_START | C.DETERMINISTIC_TIME,
     "scip": C.LP | C.MILP | C.MIP_START,
     "cbc": C.LP | C.MILP | C.DUALS,
     "cvxpy": C.LP | C.MILP | C.DUALS,
@@ -52,7 +52,8 @@ def test_every_backend_declares_its_capabilities():
 
 
 def test_backends_with_lists_exactly_the_registered_backends_that_have_the_flags():
-    for needed in (C.LP, C.MILP, C.DUALS, C.MIP_START, C.ADD_COLUMNS, C.MILP | C.MIP_START,
+    for needed in (C.LP, C.MILP, C.DUALS, C.MIP_START, C.ADD_COLUMNS, C.DETERMINISTIC_TIME,
+                   C.MILP | C.MIP_START,
                    C.LP | C.MILP):
         expected = [name for name in EXPECTED if ":" not in name and needed in EXPECTED[name]]
         assert backends_with(needed) == expected, needed

@@ -201,6 +201,10 @@ def test_a_deterministic_time_limit_goes_through_the_solver_to_cpsat_only():
             Solver(name, SolveOptions(deterministic_time=1.0)).solve(relaxed)
     with pytest.raises(SolveError, match="deterministic_time is a CP-SAT limit; scip"):
         Solver("scip", SolveOptions(deterministic_time=1.0)).solve(lp)
+    with pytest.raises(SolveError, match="deterministic_time is a CP-SAT limit; highs"):
+        solve_lp(relaxed, "highs", SolveOptions(deterministic_time=1.0))
+    with pytest.raises(SolveError, match="deterministic_time is a CP-SAT limit; highs"):
+        Solver("highs", SolveOptions(deterministic_time=1.0)).incremental(relaxed)
 
 
 def test_unknown_or_unsuitable_backends_raise_solve_error():

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from schedopt.backends import LinearProgram, SolveOptions
 from schedopt.backends.ortools import MathOptBackend
+from schedopt.backends.session import Solver
 from schedopt.errors import SolveError
 from schedopt.policies.smd import cpsat
 from schedopt.policies.smd.algorithm import smd
@@ -36,6 +37,7 @@ OPTIONS = dict(seed=5, search_steps=5, lns_steps=6)
 CHILD = f"""
 import json, sys
 from schedopt.backends.ortools import MathOptBackend
+from schedopt.backends.session import Solver
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.model import SmdProblem
 from schedopt.traces.parameter_server import parameter_server_instance
@@ -107,5 +109,5 @@ def test_cp_sat_with_a_deterministic_limit_reaches_the_brute_force_optimum():
     result = cpsat.solve(lp, 1.0)
     assert result.status.value == "optimal" and result.objective == pytest.approx(best)
     with pytest.raises(SolveError, match="deterministic_time is a CP-SAT limit"):
-        MathOptBackend("glop").solve(dataclasses.replace(lp, integer=None),
-                                     SolveOptions(deterministic_time=1.0))
+        Solver("glop", SolveOptions(deterministic_time=1.0)).solve(
+            dataclasses.replace(lp, integer=None))

@@ -6,7 +6,7 @@ Names: ``highs`` (HiGHS via highspy; ``highs-ipm`` forces its interior point), `
 ``cvxpy`` or ``cvxpy:SOLVER`` (any solver cvxpy has installed, e.g. ``cvxpy:CLARABEL``).
 
 Each backend declares its `capabilities` (`schedopt.core.capabilities.Capability`: LP, MILP,
-DUALS, WARM_START, ADD_COLUMNS, MIP_START); policies ask for those, never for names
+DUALS, WARM_START, ADD_COLUMNS, MIP_START, DETERMINISTIC_TIME); policies ask for those, never for names
 (`backends_with`, `Solver.require`). Reading them imports no solver package.
 """
 
@@ -17,7 +17,7 @@ import importlib.util
 from typing import Protocol
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Status, Termination)
+                                    Status, Termination, check_options)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
@@ -79,4 +79,6 @@ def solve_lp(lp: LinearProgram, solver: str = "highs",
              options: SolveOptions | None = None) -> SolveResult:
     """Solve `lp` with the backend named `solver` (a one-off solve; policies solve through the
     `session.Solver` they receive, which keeps the last program for MPS export)."""
-    return get_backend(solver).solve(lp, options or SolveOptions())
+    backend, options = get_backend(solver), options or SolveOptions()
+    check_options(backend, options)
+    return backend.solve(lp, options)

@@ -32,7 +32,8 @@ class SolveOptions:
     deterministic_time: a limit in CP-SAT's deterministic time units (its
     `max_deterministic_time`, roughly seconds of one core, counted from the work done), which
     unlike time_limit does not depend on the machine's load: with threads=1 a solve gives the
-    same answer whatever the load. `cpsat` only; every other backend refuses it (SolveError).
+    same answer whatever the load. Only backends with the DETERMINISTIC_TIME capability take
+    it (`cpsat`); `Solver.solve` and `solve_lp` refuse it for the others (SolveError).
     """
 
     time_limit: float | None = None
@@ -43,10 +44,14 @@ class SolveOptions:
     deterministic_time: float | None = None
 
 
-def refuse_deterministic_time(options: SolveOptions, backend: str) -> None:
-    """SolveError when `options` asks `backend` (one without it) for a deterministic limit."""
-    if options.deterministic_time is not None:
-        raise SolveError(f"deterministic_time is a CP-SAT limit; {backend} does not take it")
+def check_options(backend, options: SolveOptions) -> None:
+    """SolveError when `options` ask `backend` for something it lacks the capability for (a
+    deterministic limit); `Solver.solve`, `Solver.incremental` and `solve_lp` call it once."""
+    from schedopt.core.capabilities import Capability
+
+    if (options.deterministic_time is not None
+            and Capability.DETERMINISTIC_TIME not in backend.capabilities):
+        raise SolveError(f"deterministic_time is a CP-SAT limit; {backend.name} does not take it")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Termination, read_status, refuse_deterministic_time)
+                                    Termination, read_status)
 from schedopt.backends.mps import write_mps
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
@@ -141,7 +141,6 @@ class CbcBackend:
         return status_line, x, duals, run.stdout, seconds
 
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
-        refuse_deterministic_time(options, "cbc")
         sign = -1.0 if lp.maximize else 1.0
         kept = np.flatnonzero(np.isfinite(lp.row_lower) | np.isfinite(lp.row_upper))
         sent = dataclasses.replace(lp, c=sign * np.asarray(lp.c, dtype=np.float64), maximize=False,

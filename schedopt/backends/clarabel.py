@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Termination, read_status, refuse_deterministic_time)
+                                    Termination, read_status)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
@@ -64,7 +64,6 @@ class ClarabelBackend:
     capabilities = Capability.LP | Capability.DUALS
 
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
-        refuse_deterministic_time(options, "clarabel")
         import clarabel
 
         if lp.is_mip:

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Termination, read_status, refuse_deterministic_time)
+                                    Termination, read_status)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
@@ -132,7 +132,6 @@ class CvxpyBackend:
         return solver
 
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
-        refuse_deterministic_time(options, self.name)
         import cvxpy as cp
 
         solver = self._solver_for(cp, lp)

@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Termination, read_status, refuse_deterministic_time)
+                                    Termination, read_status)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
@@ -88,7 +88,6 @@ class HighsBackend:
 
     def make_solver(self, lp: LinearProgram, options: SolveOptions):
         """A highspy.Highs holding `lp` with `options` applied."""
-        refuse_deterministic_time(options, self.name)
         import highspy
 
         h = highspy.Highs()

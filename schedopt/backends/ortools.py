@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Termination, read_status, refuse_deterministic_time)
+                                    Termination, read_status)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
@@ -20,7 +20,7 @@ _SOLVER_TYPES = {"glop": "SOLVER_TYPE_GLOP", "pdlp": "SOLVER_TYPE_PDLP", "cpsat"
 _CAPABILITIES = {
     "glop": Capability.LP | Capability.DUALS,
     "pdlp": Capability.LP | Capability.DUALS,
-    "cpsat": Capability.MILP | Capability.MIP_START,  # pure integer programs only
+    "cpsat": Capability.MILP | Capability.MIP_START | Capability.DETERMINISTIC_TIME,  # integer only
     "scip": Capability.LP | Capability.MILP | Capability.MIP_START,
 }
 
@@ -107,10 +107,8 @@ class MathOptBackend:
         return params
 
     def solve(self, lp: LinearProgram, options: SolveOptions) -> SolveResult:
-        """Solve `lp`; `options.deterministic_time` only on cpsat (SolveError otherwise)."""
+        """Solve `lp`; `options.deterministic_time` is read on cpsat only (DETERMINISTIC_TIME)."""
         self._check_supported(lp)
-        if self.solver != "cpsat":
-            refuse_deterministic_time(options, self.solver)
         from ortools.math_opt import model_pb2, parameters_pb2, result_pb2
         model = _model_proto(model_pb2, lp)
         params = self._parameters(parameters_pb2, lp, options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult
+from schedopt.backends.base import LinearProgram, SolveOptions, SolveResult, check_options
 from schedopt.core.capabilities import Capability
 from schedopt.errors import PolicyError, SolveError
 
@@ -80,12 +80,16 @@ class Solver:
 
     def solve(self, lp: LinearProgram) -> SolveResult:
         self.record(lp)
-        return self.backend.solve(lp, self.settings)
+        backend = self.backend
+        check_options(backend, self.settings)
+        return backend.solve(lp, self.settings)
 
     def incremental(self, lp: LinearProgram):
         """A loaded copy of `lp` that takes new columns and re-solves warm (ADD_COLUMNS)."""
         self.require(Capability.ADD_COLUMNS, "column generation")
-        return self.backend.incremental(lp, self.settings, self)
+        backend = self.backend
+        check_options(backend, self.settings)
+        return backend.incremental(lp, self.settings, self)
 
     def __repr__(self) -> str:
         return f"Solver({self.name!r})"

@@ -14,6 +14,7 @@ class Capability(enum.Flag):
     WARM_START = enum.auto()   # re-solve a modified LP from the last basis
     ADD_COLUMNS = enum.auto()  # add columns to a loaded LP and re-solve it (column generation)
     MIP_START = enum.auto()    # take a starting solution as a hint for a MILP
+    DETERMINISTIC_TIME = enum.auto()  # SolveOptions.deterministic_time: a load-free work limit
 
     @classmethod
     def none(cls) -> "Capability":

@@ -49,20 +49,30 @@ def handles_sigterm(pid: int) -> bool:
     return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
 
 
-def interrupt_at_random(args: list[str], seconds: float, rng: random.Random):
-    """Start the CLI, wait until it handles signals (the interpreter's own start-up is not the
-    command's), then send SIGINT or SIGTERM after a random delay; (exit code, signal, stderr)."""
-    process = subprocess.Popen([sys.executable, "-m", "schedopt.cli", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=default_ctrl_c)
+def interrupt_at_random(runs: list[list[str]], seconds: float, rng: random.Random):
+    """Start the CLI once per argument list, all at once (two cores halve the wall time); wait
+    until each handles signals (the interpreter's own start-up is not the command's), then send
+    each SIGINT or SIGTERM after its own random delay; [(exit code, signal, stderr)]."""
+    processes = [subprocess.Popen([sys.executable, "-m", "schedopt.cli", *args],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=default_ctrl_c) for args in runs]
+    plans = [(rng.choice([signal.SIGINT, signal.SIGTERM]), rng.uniform(0.0, seconds))
+             for _ in runs]
+    send_at: list[float | None] = [None] * len(runs)
+    sent = [False] * len(runs)
     deadline = time.monotonic() + 30
-    while not handles_sigterm(process.pid) and time.monotonic() < deadline:
+    while not all(sent):
+        now = time.monotonic()
+        for i, process in enumerate(processes):
+            if send_at[i] is None and (handles_sigterm(process.pid) or now > deadline):
+                send_at[i] = now + plans[i][1]
+            if not sent[i] and send_at[i] is not None and now >= send_at[i]:
+                process.send_signal(plans[i][0])
+                sent[i] = True
         time.sleep(0.002)
-    sent = rng.choice([signal.SIGINT, signal.SIGTERM])
-    time.sleep(rng.uniform(0.0, seconds))
-    process.send_signal(sent)
-    _, err = process.communicate(timeout=120)
-    return process.returncode, sent, err
+    errors = [process.communicate(timeout=120)[1] for process in processes]
+    return [(process.returncode, sent_signal, err)
+            for process, (sent_signal, _), err in zip(processes, plans, errors)]
 
 
 def check_exit(code: int, sent: signal.Signals, err: str) -> None:
@@ -74,24 +84,31 @@ def check_exit(code: int, sent: signal.Signals, err: str) -> None:
         assert lines and lines[-1].startswith("interrupted"), err
 
 
+def pairs_of_trials(trial_count: int):
+    """Trial numbers two at a time (each pair runs at once)."""
+    return [list(range(start, min(start + 2, trial_count))) for start in range(0, trial_count, 2)]
+
+
 @pytest.mark.parametrize("trial_count", [TRIALS])
 def test_solve_output_is_whole_or_untouched(tmp_path, trial_count):
     instance = tmp_path / "big.json"
     big_instance(instance, 20_000, arrivals=False)
-    out = tmp_path / "result.json"
     rng = random.Random(1)
-    for trial in range(trial_count):
-        if trial % 2:
-            out.write_text('{"old": "complete"}\n')
-        elif out.exists():
-            out.unlink()
-        code, sent, err = interrupt_at_random(
-            ["solve", str(instance), "--output", str(out), "--json"], 4.0, rng)
-        check_exit(code, sent, err)
-        if out.exists():
-            doc = json.loads(out.read_text())  # never truncated
-            assert doc == {"old": "complete"} or doc["format"] == "schedopt-result/1"
-        assert not list(tmp_path.glob(".*.partial")), "a temporary file was left behind"
+    for trials in pairs_of_trials(trial_count):
+        outs = []
+        for trial in trials:
+            (tmp_path / str(trial)).mkdir()
+            outs.append(tmp_path / str(trial) / "result.json")
+            if trial % 2:
+                outs[-1].write_text('{"old": "complete"}\n')
+        results = interrupt_at_random(
+            [["solve", str(instance), "--output", str(out), "--json"] for out in outs], 4.0, rng)
+        for out, (code, sent, err) in zip(outs, results):
+            check_exit(code, sent, err)
+            if out.exists():
+                doc = json.loads(out.read_text())  # never truncated
+                assert doc == {"old": "complete"} or doc["format"] == "schedopt-result/1"
+            assert not list(out.parent.glob(".*.partial")), "a temporary file was left behind"
         assert instance.stat().st_size > 0
 
 
@@ -99,18 +116,20 @@ def test_solve_output_is_whole_or_untouched(tmp_path, trial_count):
 def test_simulate_jobs_csv_is_whole_or_absent(tmp_path, trial_count):
     trace = tmp_path / "trace.json"
     big_instance(trace, 300, arrivals=True)
-    out = tmp_path / "jobs.csv"
     rng = random.Random(2)
-    for _ in range(trial_count):
-        if out.exists():
-            out.unlink()
-        code, sent, err = interrupt_at_random(["simulate", str(trace), "--jobs-csv", str(out)],
-                                              6.0, rng)
-        check_exit(code, sent, err)
-        if out.exists():
-            frame = pd.read_csv(out)
-            assert len(frame) == 300
-        assert not list(tmp_path.glob(".*.partial"))
+    for trials in pairs_of_trials(trial_count):
+        outs = []
+        for trial in trials:
+            (tmp_path / str(trial)).mkdir()
+            outs.append(tmp_path / str(trial) / "jobs.csv")
+        results = interrupt_at_random(
+            [["simulate", str(trace), "--jobs-csv", str(out)] for out in outs], 6.0, rng)
+        for out, (code, sent, err) in zip(outs, results):
+            check_exit(code, sent, err)
+            if out.exists():
+                frame = pd.read_csv(out)
+                assert len(frame) == 300
+            assert not list(out.parent.glob(".*.partial"))
 
 
 ENTRY_WITH = """

@@ -84,9 +84,14 @@ def check_exit(code: int, sent: signal.Signals, err: str) -> None:
         assert lines and lines[-1].startswith("interrupted"), err
 
 
-def pairs_of_trials(trial_count: int):
-    """Trial numbers two at a time (each pair runs at once)."""
-    return [list(range(start, min(start + 2, trial_count))) for start in range(0, trial_count, 2)]
+def outputs_two_at_a_time(tmp_path: Path, trial_count: int, name: str):
+    """Per pair of trials (each pair runs at once), each trial's output path, in its own folder."""
+    for start in range(0, trial_count, 2):
+        outs = []
+        for trial in range(start, min(start + 2, trial_count)):
+            (tmp_path / str(trial)).mkdir()
+            outs.append(tmp_path / str(trial) / name)
+        yield outs
 
 
 @pytest.mark.parametrize("trial_count", [TRIALS])
@@ -94,13 +99,8 @@ def test_solve_output_is_whole_or_untouched(tmp_path, trial_count):
     instance = tmp_path / "big.json"
     big_instance(instance, 20_000, arrivals=False)
     rng = random.Random(1)
-    for trials in pairs_of_trials(trial_count):
-        outs = []
-        for trial in trials:
-            (tmp_path / str(trial)).mkdir()
-            outs.append(tmp_path / str(trial) / "result.json")
-            if trial % 2:
-                outs[-1].write_text('{"old": "complete"}\n')
+    for outs in outputs_two_at_a_time(tmp_path, trial_count, "result.json"):
+        outs[-1].write_text('{"old": "complete"}\n')  # one of each pair replaces a whole file
         results = interrupt_at_random(
             [["solve", str(instance), "--output", str(out), "--json"] for out in outs], 4.0, rng)
         for out, (code, sent, err) in zip(outs, results):
@@ -117,11 +117,7 @@ def test_simulate_jobs_csv_is_whole_or_absent(tmp_path, trial_count):
     trace = tmp_path / "trace.json"
     big_instance(trace, 300, arrivals=True)
     rng = random.Random(2)
-    for trials in pairs_of_trials(trial_count):
-        outs = []
-        for trial in trials:
-            (tmp_path / str(trial)).mkdir()
-            outs.append(tmp_path / str(trial) / "jobs.csv")
+    for outs in outputs_two_at_a_time(tmp_path, trial_count, "jobs.csv"):
         results = interrupt_at_random(
             [["simulate", str(trace), "--jobs-csv", str(out)] for out in outs], 6.0, rng)
         for out, (code, sent, err) in zip(outs, results):

@@ -33,8 +33,9 @@ def fits(problem: SmdProblem, workers: np.ndarray, ps: np.ndarray) -> bool:
 
 
 def greedy_by_enumeration(problem: SmdProblem, workers: np.ndarray, ps: np.ndarray):
-    """The upgrade rule (the largest fall of one job's time for one task more, pairs that do
-    not fit never tried again) with `fits` deciding, until no pair helps."""
+    """The upgrade rule (the largest fall of one job's time for one task more, or for a worker
+    and a PS more once the job has no one-task step left; pairs that do not fit never tried
+    again) with `fits` deciding, until no pair helps."""
     cfg = problem.configurations()
     rows = np.arange(problem.num_jobs)
     choice = (cfg.valid & (cfg.workers == workers[:, None]) & (cfg.ps == ps[:, None])).argmax(axis=1)
@@ -42,12 +43,18 @@ def greedy_by_enumeration(problem: SmdProblem, workers: np.ndarray, ps: np.ndarr
     failed = np.zeros(cfg.valid.shape, dtype=bool)  # no totals rule here: enumeration decides
     while True:
         W, P = cfg.workers[rows, choice], cfg.ps[rows, choice]
-        larger = cfg.valid & ~failed & (cfg.workers >= W[:, None]) & (cfg.ps >= P[:, None]) \
-            & (cfg.workers + cfg.ps == (W + P + 1)[:, None])
-        gain = np.where(larger, T[rows, choice][:, None] - T, -np.inf)
-        i, k = np.unravel_index(int(np.argmax(gain)), gain.shape)
-        if not gain[i, k] > 0:
+        fall = T[rows, choice][:, None] - T
+        steps = []
+        for i in rows:
+            singles = [k for k in range(T.shape[1]) if cfg.valid[i, k] and not failed[i, k]
+                       and fall[i, k] > 0 and (cfg.workers[i, k], cfg.ps[i, k]) in
+                       ((W[i] + 1, P[i]), (W[i], P[i] + 1))]
+            both = [k for k in range(T.shape[1]) if cfg.valid[i, k] and not failed[i, k]
+                    and fall[i, k] > 0 and (cfg.workers[i, k], cfg.ps[i, k]) == (W[i] + 1, P[i] + 1)]
+            steps += [(fall[i, k], i, k) for k in (singles or both)]
+        if not steps:
             return cfg.workers[rows, choice], cfg.ps[rows, choice]
+        _, i, k = max(steps, key=lambda s: (s[0], -s[1], -s[2]))
         trial = choice.copy()
         trial[i] = k
         if fits(problem, cfg.workers[rows, trial], cfg.ps[rows, trial]):
@@ -80,6 +87,26 @@ def test_upgrade_places_what_enumeration_places(regime):
         placed += stats["placed"]
         refused += stats["tries"] - stats["placed"]
     assert cases >= 4 and placed > 0 and refused > 0  # both outcomes of a try were checked
+
+
+def test_no_try_falls_below_the_bound():
+    """A bound equal to the start's objective leaves no step that could be placed: no call."""
+    for seed in range(4):
+        problem = SmdProblem.from_instance(parameter_server_instance(
+            3, 2, seed=seed, max_workers=3, max_ps=2, regime="nic"))
+        start = minimal_packing(problem)
+        if start is None:
+            continue
+        cfg = problem.configurations()
+        program = exact_program(problem, cfg, symmetry=False)
+        objective = problem.completion_time(start.workers.sum(axis=1), start.ps.sum(axis=1)).sum()
+        got, stats = upgrade(problem, cfg, program, Placement(start.workers, start.ps), tries=100,
+                             work=10.0, bound=objective)
+        assert stats == {"tries": 0, "placed": 0}
+        np.testing.assert_array_equal(got.workers, start.workers)
+        _, free = upgrade(problem, cfg, program, Placement(start.workers, start.ps), tries=100,
+                          work=10.0)
+        assert free["tries"] > 0  # without the bound the same start has steps to try
 
 
 def test_upgrade_stops_at_its_tries_and_smd_reports_them():

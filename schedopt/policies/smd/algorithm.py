@@ -355,10 +355,9 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
                                          seed, time_limit=left, target=bound, guide=guide)
     else:
         result = Placement(pack.workers, pack.ps)
-    if upgrade_tries and problem.num_jobs and beyond and program is not None and \
-            problem.completion_time(result.total_workers, result.total_ps).sum() > bound * (1 + 1e-9):
+    if upgrade_tries and problem.num_jobs and beyond and program is not None:
         result, details["upgrade"] = upgrade(problem, cfg, program, result, upgrade_tries,
-                                             UPGRADE_WORK)
+                                             UPGRADE_WORK, bound)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
     details["bounds"] = bounds
     out = solution(problem, result, "smd", clock, bound=bound, details=details)

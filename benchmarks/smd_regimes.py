@@ -5,6 +5,7 @@
     python benchmarks/smd_regimes.py --first 8 --per-regime 8 --verbose > more.log   # more
     python benchmarks/smd_regimes.py --summarize first.log more.log --exact-work 3  # one table
     python benchmarks/smd_regimes.py --timing-only                       # smd at 60 jobs only
+    python benchmarks/smd_regimes.py --per-regime 8 --exact-work 3 --no-comparisons  # smd only
 
 Instances are drawn at run time (nothing is read from disk):
 `parameter_server_document(jobs, machines, seed, regime=R)` for R in loose, nic, cpu, memory,
@@ -89,19 +90,21 @@ def exact_options(args) -> SolveOptions:
     return SolveOptions(time_limit=args.exact_limit)
 
 
-def row(problem: SmdProblem, exact: SolveOptions) -> dict:
+def row(problem: SmdProblem, exact: SolveOptions, comparisons: bool = True) -> dict:
+    """One instance's line; comparisons=False leaves out the three comparison runs of smd
+    (their columns are then empty and the best found is smd's or smd_exact's)."""
     ours, ours_s, ours_cpu = cpu_timed(lambda: smd(problem))
-    numpy_only, _ = timed(lambda: smd(problem, lns_steps=0))
-    no_lp, _ = timed(lambda: smd(problem, lp_start=False))
-    paper, _ = timed(lambda: smd(problem, beyond=False))
+    numpy_only = smd(problem, lns_steps=0) if comparisons else None
+    no_lp = smd(problem, lp_start=False) if comparisons else None
+    paper = smd(problem, beyond=False) if comparisons else None
     exact, exact_s = timed(lambda: smd_exact(problem, options=exact, start=ours))
     proven = exact.status.value == "optimal"
     bounds = [b for b in (exact.bound, ours.bound) if b is not None]
     found = [r.objective for r in (exact, ours, numpy_only, no_lp, paper)
-             if r.objective is not None]
+             if r is not None and r.objective is not None]
     bound = exact.objective if proven else (max(bounds) if bounds else None)
     best = min(found) if found else None
-    gap = lambda r, ref: None if r.objective is None or not ref else \
+    gap = lambda r, ref: None if r is None or r.objective is None or not ref else \
         (r.objective - ref) / ref  # noqa: E731
     return {"jobs": problem.num_jobs, "machines": problem.num_machines,
             "smd_s": ours_s, "smd_cpu": ours_cpu, "gap": gap(ours, bound),
@@ -110,7 +113,8 @@ def row(problem: SmdProblem, exact: SolveOptions) -> dict:
             "paper_gap": gap(paper, bound), "bound_gap": None if not bound or best is None else
             (best - bound) / bound,
             "infeasible": ours.placement is None and exact.placement is not None,
-            "paper_infeasible": paper.placement is None and exact.placement is not None,
+            "paper_infeasible": paper is not None and paper.placement is None
+            and exact.placement is not None,
             "exact_found": exact.placement is not None, "proven": proven,
             "exact_s": exact_s if proven else None, "smd_status": ours.status.value,
             "own_gap": own_gap(ours, "relaxation"), "own_gap_lagrangian": own_gap(ours, "lagrangian")}
@@ -165,6 +169,9 @@ def main() -> None:
     parser.add_argument("--summarize", nargs="+", metavar="LOG",
                         help="print the table of the instance lines of earlier --verbose runs")
     parser.add_argument("--no-timing", action="store_true", help="leave out smd at 60 jobs")
+    parser.add_argument("--no-comparisons", action="store_true",
+                        help="run only smd and smd_exact per instance (the columns without LNS, "
+                        "without the LP start and of the paper's method are left empty)")
     parser.add_argument("--timing-only", action="store_true", help="only smd at 60 jobs")
     args = parser.parse_args()
     limit = f"{args.exact_work:g} deterministic units" if args.exact_work is not None \
@@ -181,7 +188,7 @@ def main() -> None:
         return
     for regime in args.regimes.split(",") if not args.timing_only else ():
         for index in range(args.first, args.first + args.per_regime):
-            r = row(draw(regime, index), exact_options(args))
+            r = row(draw(regime, index), exact_options(args), not args.no_comparisons)
             rows.setdefault(regime, []).append(r)
             if args.verbose:
                 print(json.dumps({"regime": regime, "index": index, **r}), flush=True)

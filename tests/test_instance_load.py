@@ -470,6 +470,56 @@ def test_optional_numbers_given_by_every_job_some_or_none(tmp_path, given):
     assert load_instance(path) == parse_instance(copy.deepcopy(doc))
 
 
+@pytest.mark.parametrize("late", [
+    {"weight": 2.5}, {"steps_done": 3, "total_steps": 9}, {"deadline": 7.5}, {"deadline": None},
+    {"isolated_time": 4}, {"arrival_time": 6}, {"scale_factor": 2}, {"type": "resnet"},
+    {"user": "alice"}, {"weight": 0}, {"scale_factor": 4},  # the last two: broken rules
+])
+def test_a_field_first_written_past_the_first_mib_loads_as_the_job_by_job_build(tmp_path, late):
+    from schedopt.instance.columnar import _ROW_SEARCHED, _in_one_pass
+
+    doc = copy.deepcopy(TINY)
+    doc["users"] = {"alice": {"weight": 3}}
+    filler = [{"id": f"j{m}", "throughput": {"v100": 1.5, "k80": 0.5}}
+              for m in range(_ROW_SEARCHED // 30)]
+    doc["jobs"] = filler + [{"id": "late", "throughput": {"v100": 2, "k80": 1}, **late}]
+    path = tmp_path / "x.json"
+    path.write_bytes(json.dumps(doc, separators=(",", ":")).encode())
+    first_mib = path.read_bytes()[:_ROW_SEARCHED]
+    assert not any(f'"{key}"'.encode() in first_mib for key in late)
+    assert _in_one_pass(path.read_bytes()) is None  # the records without the field declined it
+    try:
+        expected = parse_instance(copy.deepcopy(doc), str(path))
+    except InstanceError as error:
+        with pytest.raises(InstanceError) as caught:
+            load_instance(path)
+        assert caught.value.problems == error.problems
+        return
+    inst = load_instance(path)
+    assert isinstance(inst.jobs, JobTable) and inst == expected
+    _same_problem(ThroughputProblem.from_instance(inst), ThroughputProblem.from_instance(expected))
+
+
+def test_fields_no_job_writes_are_their_defaults_without_a_pass(tmp_path):
+    from schedopt.instance.columnar import _in_one_pass
+
+    doc = {"format": "schedopt-instance/1", "cluster": TINY["cluster"],
+           "jobs": [{"id": "a", "throughput": {"v100": 1, "k80": 2}},
+                    {"id": "b", "throughput": {"v100": 3, "k80": 0}, "total_steps": 5}]}
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc))
+    _, jobs, _, fields = _in_one_pass(path.read_bytes())
+    assert fields == ("total_steps",) and not hasattr(jobs[0], "weight")
+    table = load_instance(path).jobs
+    assert table.scale_factor.dtype == np.int64 and table.scale_factor.tolist() == [1, 1]
+    assert table.weight.tolist() == [1, 1] and table.arrival_time.tolist() == [0, 0]
+    assert table.steps_done.tolist() == [0, 0] and table.isolated_time.tolist() == [0, 0]
+    np.testing.assert_array_equal(table.total_steps, [np.nan, 5])
+    np.testing.assert_array_equal(table.deadline, [np.nan, np.nan])
+    assert table.job_type is None and table.user is None
+    assert load_instance(path) == parse_instance(copy.deepcopy(doc))
+
+
 @pytest.mark.parametrize("change, declined", [
     (lambda d: d["jobs"][0].update(deadline_options=[{"after_s": 10, "value": 1}], deadline=10),
      True),

@@ -7,7 +7,10 @@ performance, users: small) goes through the compiled schema validator and the or
 The records' row type (which GPU types a row holds) is guessed from the first row written out
 near the start of the file, so that the whole document is decoded in one pass; where that guess
 is not the cluster's GPU types, the cluster is read first (skipping the jobs) and the jobs
-after.
+after. The records of that one pass hold only the optional job fields whose keys are written
+near the start of the file; a job further on that gives another one fails that decode (unknown
+field), and the jobs are then decoded with every field. A field the records do not hold is
+every job's default, with no pass over the jobs.
 It answers None whenever the document needs the ordinary path: jobs with `deadline_options` or
 `parameter_server`, a value the typed decoder does not take (e.g. a scale factor written 2.0),
 or any rule broken; the detailed checker then reports every problem with today's messages.
@@ -52,71 +55,87 @@ _ROW = re.compile(rb'"throughput"\s*:\s*(\{[^{}]*\})')
 _ROW_SEARCHED = 1 << 20  # bytes
 
 
+# A job's optional fields: (type, default), bounds as schema.json gives them (or stricter).
+_OPTIONAL = {
+    "type": (str | None, None),
+    "scale_factor": (Annotated[int, msgspec.Meta(ge=1)], 1),
+    "weight": (Annotated[float, msgspec.Meta(gt=0)], 1.0),
+    "arrival_time": (_AtLeast0, 0.0),
+    "total_steps": (_AtLeast0 | None, None),
+    "steps_done": (_AtLeast0, 0.0),
+    "deadline": (_AtLeast0 | None, None),
+    "user": (str | None, None),
+    "isolated_time": (_AtLeast0, 0.0),
+}
+_EVERY_FIELD = tuple(_OPTIONAL)
+_KEY = re.compile(rb'"(' + b"|".join(k.encode() for k in _OPTIONAL) + rb')"\s*:')
+
+
 @lru_cache(maxsize=8)
-def _whole_type(gpu_types: tuple[str, ...]) -> type:
-    """The top level with the jobs decoded as rows holding exactly `gpu_types`."""
-    return _top(list[_job_type(gpu_types)])
+def _whole_type(gpu_types: tuple[str, ...], fields: tuple[str, ...]) -> type:
+    """The top level with the jobs decoded as `_job_type(gpu_types, fields)`."""
+    return _top(list[_job_type(gpu_types, fields)])
 
 
-def _in_one_pass(raw: bytes) -> tuple[object, list, tuple[str, ...]] | None:
-    """(top level, jobs, the GPU types of their rows) decoded in one pass over `raw`, the row
-    type guessed from the first row written out in it and kept only when its GPU types are
-    the cluster's; None otherwise (then the cluster is read first, the jobs after)."""
+def _in_one_pass(raw: bytes) -> tuple[object, list, tuple[str, ...], tuple[str, ...]] | None:
+    """(top level, jobs, the GPU types of their rows, the optional fields their records hold)
+    decoded in one pass over `raw`: the row type guessed from the first row written out in it
+    and kept only when its GPU types are the cluster's, the fields those whose keys are written
+    in its first `_ROW_SEARCHED` bytes; None otherwise (then the cluster is read first, the
+    jobs after, with every field)."""
     first = _ROW.search(raw, 0, _ROW_SEARCHED)
     row = first and _decode(first.group(1), dict[str, object])
     if not row:
         return None
     guess = tuple(row)
-    whole = _decode(raw, _whole_type(guess))
+    written = {key.decode() for key in _KEY.findall(raw, 0, _ROW_SEARCHED)}
+    fields = tuple(k for k in _OPTIONAL if k in written)
+    whole = _decode(raw, _whole_type(guess, fields))
     if whole is None or not isinstance(whole.cluster, dict):
         return None
     types = whole.cluster.get("gpu_types")
     if not isinstance(types, dict) or len(types) != len(guess) or set(types) != set(guess):
         return None
-    return whole, whole.jobs, guess
+    return whole, whole.jobs, guess, fields
 
 
 @lru_cache(maxsize=8)
-def _job_type(gpu_types: tuple[str, ...]) -> type:
-    """The record of one job whose row holds exactly `gpu_types` (bounds as in schema.json)."""
+def _job_type(gpu_types: tuple[str, ...], fields: tuple[str, ...] = _EVERY_FIELD) -> type:
+    """The record of one job whose row holds exactly `gpu_types`, with the optional `fields`
+    (any other key fails the decode)."""
     row = msgspec.defstruct("Row", [(f"t{k}", _AtLeast0) for k in range(len(gpu_types))],
                             rename={f"t{k}": t for k, t in enumerate(gpu_types)},
                             forbid_unknown_fields=True, gc=False)
     return msgspec.defstruct("Job", [
         ("id", Annotated[str, msgspec.Meta(min_length=1)]),
-        ("type", str | None, None),
-        ("scale_factor", Annotated[int, msgspec.Meta(ge=1)], 1),
-        ("weight", Annotated[float, msgspec.Meta(gt=0)], 1.0),
-        ("arrival_time", _AtLeast0, 0.0),
-        ("total_steps", _AtLeast0 | None, None),
-        ("steps_done", _AtLeast0, 0.0),
-        ("deadline", _AtLeast0 | None, None),
-        ("user", str | None, None),
-        ("isolated_time", _AtLeast0, 0.0),
+        *((k, *_OPTIONAL[k]) for k in fields),
         ("throughput", row | msgspec.UnsetType, UNSET),
     ], forbid_unknown_fields=True, gc=False)
 
 
-def _strings(jobs: list, key: str) -> list | None:
+def _strings(jobs: list, key: str, fields: tuple[str, ...]) -> list | None:
     """Each job's `key` (None where null), or None when no job has one."""
+    if key not in fields:
+        return None
     values = list(map(attrgetter(key), jobs))
     return None if values.count(None) == len(values) else values
 
 
-def _numbers(jobs: list, key: str) -> np.ndarray:
-    """(M,) float: each job's `key`, never null."""
-    return np.fromiter(map(attrgetter(key), jobs), dtype=float, count=len(jobs))
+def _numbers(jobs: list, key: str, fields: tuple[str, ...], dtype: type = float) -> np.ndarray:
+    """(M,) each job's `key`, never null."""
+    if key not in fields:
+        return np.full(len(jobs), _OPTIONAL[key][1], dtype=dtype)
+    return np.fromiter(map(attrgetter(key), jobs), dtype=dtype, count=len(jobs))
 
 
-def _optional(jobs: list, key: str) -> np.ndarray:
+def _optional(jobs: list, key: str, fields: tuple[str, ...]) -> np.ndarray:
     """(M,) float: each job's `key` (null -> nan)."""
-    values = list(map(attrgetter(key), jobs))
-    nulls = values.count(None)
-    if nulls == len(values):
-        return np.full(len(values), np.nan)
-    if nulls == 0:  # np.array would look at each value for the type of array to build
-        return np.fromiter(values, dtype=float, count=len(values))
-    return np.array(values, dtype=float)
+    if key not in fields:
+        return np.full(len(jobs), np.nan)
+    try:  # no job leaves it null: one pass, no list (np.array looks at each value's type)
+        return np.fromiter(map(attrgetter(key), jobs), dtype=float, count=len(jobs))
+    except TypeError:  # a null
+        return np.array(list(map(attrgetter(key), jobs)), dtype=float)
 
 
 def _own_rows(rows: list, row_types: tuple[str, ...], types: tuple[str, ...]) -> np.ndarray:
@@ -185,25 +204,28 @@ def columnar_instance(raw: bytes, source: str) -> Instance | None:
                                                      if k != "cpu_time"}}):
         return None
     types = tuple(rest["cluster"]["gpu_types"])
-    jobs, row_types = decoded[1:] if decoded else (_decode(head.jobs, list[_job_type(types)]),
-                                                   types)
+    jobs, row_types, fields = decoded[1:] if decoded else (
+        _decode(head.jobs, list[_job_type(types)]), types, _EVERY_FIELD)
     if jobs is None:
         return None
     ids = list(map(attrgetter("id"), jobs))
     distinct = set(ids)
     if len(distinct) != len(ids) or not set(perf.get("cpu_time", {})) <= distinct:
         return None
-    job_type = _strings(jobs, "type")
+    job_type = _strings(jobs, "type", fields)
     throughput = _throughput(jobs, row_types, types, job_type, perf.get("throughput", {}))
     if throughput is None or not np.isfinite(throughput).all():
         return None
-    scale = np.fromiter(map(attrgetter("scale_factor"), jobs), dtype=np.int64, count=len(jobs))
-    total, done = _optional(jobs, "total_steps"), _numbers(jobs, "steps_done")
+    scale = _numbers(jobs, "scale_factor", fields, np.int64)
+    total, done = _optional(jobs, "total_steps", fields), _numbers(jobs, "steps_done", fields)
     counts = np.array([rest["cluster"]["gpu_types"][t]["count"] for t in types], dtype=float)
     if (done > total).any() or not ((throughput != 0) & (scale[:, None] <= counts)).any(1).all():
         return None  # progress past the total, or a job that can run nowhere
     table = JobTable(ids, types, throughput, job_type=job_type, scale_factor=scale,
-                     weight=_numbers(jobs, "weight"), arrival_time=_numbers(jobs, "arrival_time"),
-                     total_steps=total, steps_done=done, deadline=_optional(jobs, "deadline"),
-                     user=_strings(jobs, "user"), isolated_time=_numbers(jobs, "isolated_time"))
+                     weight=_numbers(jobs, "weight", fields),
+                     arrival_time=_numbers(jobs, "arrival_time", fields),
+                     total_steps=total, steps_done=done,
+                     deadline=_optional(jobs, "deadline", fields),
+                     user=_strings(jobs, "user", fields),
+                     isolated_time=_numbers(jobs, "isolated_time", fields))
     return build_instance(rest, source, jobs=table)

@@ -10,7 +10,8 @@
 - side.py / predict.py: `predict`, an ensemble of low-rank completion, per-GPU-type low-rank
   fits and a ridge on what the job-type labels say, weighted by held-out folds.
 - active.py: `suggest`, which missing cells to measure next (max-min regret, uncertainty).
-- study.py: `accuracy_study`, hide measured cells, complete, compare; `plot_study`.
+- study.py: `accuracy_study`, hide measured cells, complete, compare; `hidden_errors`,
+  the error of every hidden cell with what its labels say; `plot_study`.
 - io.py: `read_model` / `write_model` (format schedopt-perf/1).
 
 See docs/performance-models.md.
@@ -28,7 +29,7 @@ from schedopt.perf.io import PERF_FORMAT, read_model, write_model
 from schedopt.perf.model import PerformanceModel, model_from_arrays
 from schedopt.perf.online import OnlineEstimator
 from schedopt.perf.predict import predict
-from schedopt.perf.study import accuracy_study, hide_units, plot_study, summarize
+from schedopt.perf.study import accuracy_study, hidden_errors, hide_units, plot_study, summarize
 
 __all__ = [
     "PERF_FORMAT",
@@ -39,6 +40,7 @@ __all__ = [
     "accuracy_study",
     "complete",
     "gavel_model",
+    "hidden_errors",
     "hide_units",
     "model_from_arrays",
     "plot_study",

@@ -118,6 +118,38 @@ def accuracy_study(model: PerformanceModel, fractions=(0.1, 0.3, 0.5, 0.7), targ
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def hidden_errors(truth: PerformanceModel, hidden: np.ndarray, estimate: PerformanceModel) -> pd.DataFrame:
+    """One row per hidden cell that `estimate` filled, to see where the error is: job_type,
+    gpu_type, partner (None for an isolated cell), family and partner_family (from the labels,
+    `schedopt.perf.side.job_type_info`), measured and estimate (steps/s), relative_error
+    (|estimate - measured| / measured), uncertainty (sd of log steps/s; NaN without one) and,
+    for pair cells, normalized: the measured pair rate over the job's own isolated rate on that
+    GPU type in `truth` (1 = sharing costs it nothing; NaN where that rate is unknown or 0).
+    truth: the model with every measurement; hidden: (R, C) bool, the cells `estimate` did not
+    see (measured > 0 in `truth`)."""
+    from schedopt.perf.side import job_type_info
+
+    filled = hidden & np.isfinite(estimate.values)
+    a, c = np.nonzero(filled)
+    J, P = len(truth.gpu_types), len(truth.partners)
+    pair = truth.is_pair[c]
+    b = np.where(pair, truth.pair_rows[np.maximum(c - J, 0) % max(P, 1)] if P else 0, -1)
+    g = truth.column_gpu[c]
+    family = np.asarray(job_type_info(truth.job_types).family, dtype=object)
+    measured, got = truth.values[a, c], estimate.values[a, c]
+    alone = truth.values[a, g]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        normalized = np.where(pair & truth.known[a, g] & (alone > 0), measured / alone, np.nan)
+    names = np.asarray(truth.job_types, dtype=object)
+    unc = np.full(a.size, np.nan) if estimate.uncertainty is None else estimate.uncertainty[a, c]
+    return pd.DataFrame({
+        "job_type": names[a], "gpu_type": np.asarray(truth.gpu_types, dtype=object)[g],
+        "partner": np.where(pair, names[np.maximum(b, 0)], None),
+        "family": family[a], "partner_family": np.where(pair, family[np.maximum(b, 0)], None),
+        "measured": measured, "estimate": got, "relative_error": np.abs(got - measured) / measured,
+        "uncertainty": unc, "normalized": normalized})
+
+
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (target, fraction, method): the means over seeds of hidden, unfilled, mre, median,
     p90, coverage; mre_min / mre_max and p90_max over seeds; and, where "als" ran on the same

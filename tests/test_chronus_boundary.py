@@ -12,6 +12,7 @@ from schedopt import solve
 from schedopt.backends import Status
 from schedopt.errors import PolicyError, SchedoptError
 from schedopt.policies.chronus.boundary import (
+    LeaseInstance,
     LeaseJobs,
     LeaseSettings,
     admit_arrivals,
@@ -293,3 +294,16 @@ def test_admitted_reservations_are_a_plan_for_every_admitted_job(specs, overhead
         runs = 1 + np.count_nonzero(np.diff(np.sort(leases)) > 1)
         assert leases.size * L - runs * overhead >= remaining[j] - 1e-6  # enough running
     assert used.max() <= 4
+
+
+def test_each_jobs_first_deadline_is_its_arrival_plus_its_first_option():
+    trace = parse_instance({
+        "format": "schedopt-instance/1",
+        "cluster": {"gpu_types": {"v100": {"count": 4, "gpus_per_node": 4}}},
+        "jobs": [{"id": "a", "total_steps": 10, "throughput": {"v100": 1.0},
+                  "arrival_time": 5.0, "deadline_options": [{"after_s": 20.0, "value": 2.0},
+                                                            {"after_s": 40.0, "value": 1.0}]},
+                 {"id": "b", "total_steps": 10, "throughput": {"v100": 1.0}},
+                 {"id": "c", "total_steps": 10, "throughput": {"v100": 1.0},
+                  "arrival_time": 1.0, "deadline": 7.5}]})
+    assert LeaseInstance.from_instance(trace).first_deadline().tolist() == [25.0, np.inf, 8.5]

@@ -150,7 +150,9 @@ class LeaseInstance:
 
     def first_deadline(self) -> np.ndarray:
         """(N,) each job's SLO deadline (absolute s; inf for best effort)."""
-        return self.lease_jobs(np.arange(self.num_jobs), self.run_s).first_deadline()
+        out = np.full(self.num_jobs, np.inf)
+        np.minimum.at(out, self.option_job, self.option_deadline_s)
+        return out
 
 
 DEFAULT_LEASE_SECONDS = 1200.0
@@ -771,16 +773,17 @@ def lease_zero_credit(jobs: LeaseJobs, first: np.ndarray, capacity: int, now: fl
     inside = finish < now + L - o
     waiting = np.arange(jobs.num_jobs) if among is None else among
     order = fill_order(jobs, np.setdiff1d(waiting, first), now, settings, held)
+    taken = np.zeros(jobs.num_jobs, dtype=bool)
     free = capacity - int(jobs.gpus[first].sum())
     last = np.full(jobs.num_jobs, -np.inf)
     np.maximum.at(last, jobs.option_job, jobs.option_deadline_s)
     for t in np.unique(finish[inside]):
         free += int(jobs.gpus[first[inside & (finish == t)]].sum())
-        took = fill_in_order(jobs.gpus, order, free)
+        took = fill_in_order(jobs.gpus, order[~taken[order]], free)
         if took.size:
             credit[took] = np.maximum(np.minimum(now + L, last[took]) - t - o, 0.0) / L
             free -= int(jobs.gpus[took].sum())
-            order = order[~np.isin(order, took)]
+            taken[took] = True
     return credit
 
 

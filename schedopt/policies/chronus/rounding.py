@@ -141,10 +141,14 @@ def _backward_pass(problem: LeaseProblem, option: np.ndarray, x: np.ndarray, boo
     refund = ov * problem.held[trying]
     took_next = np.zeros(trying.size, dtype=bool)
     done = TOLERANCE if problem.per_run else 0
-    for t in range(H - 1, -1, -1):
+    # No job may take a slot at or past every horizon: the pass starts below the largest.
+    for t in range(min(int(horizon.max(initial=0)), H) - 1, -1, -1):
         starts = ov * ~took_next
         reach = end[t] - starts + refund  # the most slots 0..t can still give
         cand = np.flatnonzero((horizon > t) & (left > done) & (left <= reach + done))
+        if cand.size == 0:
+            took_next[:] = False
+            continue
         slack = reach[cand] - left[cand]
         lp = x[k[cand], t]
         keys = (-g[cand], slack, -lp, slack > done, *((lp < 1 - LP_ONE,) if lp_first else ()),

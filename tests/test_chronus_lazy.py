@@ -65,6 +65,26 @@ def test_lease_zero_in_deadline_order_when_the_guarantees_still_fit_after_it():
     assert credited.credited.tolist() == [0] and credited.reserved == {0: (1,)}
 
 
+
+def test_a_job_holding_lease_zero_keeps_running_in_its_reservation():
+    # Two GPUs, 100 s leases, 10 s to start. Admitted a (250 s, due 600) is the only job: lazy
+    # lease 0 is a's (90 s of work) and its 160 s left run on in leases 1 and 2 (held: no second
+    # start), not latest-fit in leases 4 and 5 (2 - 0.1 >= 1.6 leases after a second start).
+    jobs = LeaseJobs(np.array([1]), np.array([250.0]), np.arange(1), np.array([600.0]),
+                     np.ones(1))
+    s = LeaseSettings(lease_seconds=100.0, resume_overhead_s=10.0, horizon_seconds=None,
+                      horizon_leases=8, lazy=True)
+    d = plan_boundary(jobs, np.array([True]), 2, 0.0, s)
+    assert d.running.tolist() == [True]
+    assert d.reserved == {0: (0, 1, 2)}
+    # A job that lease 0 does not run is still reserved latest-fit: here a must wait for b
+    # (2 GPUs, 90 s, due 100), and its 2.6 leases (250 s and a start) are leases 3-5.
+    both = LeaseJobs(np.array([1, 2]), np.array([250.0, 90.0]), np.arange(2),
+                     np.array([600.0, 100.0]), np.ones(2))
+    d = plan_boundary(both, np.array([True, True]), 2, 0.0, s)
+    assert d.running.tolist() == [False, True]
+    assert d.reserved == {0: (3, 4, 5), 1: (0,)}
+
 @st.composite
 def small_traces(draw, arrivals=(0, 0, 30, 100, 150, 200, 300)):
     """1-4 GPUs, 2-7 jobs of 20-300 s on 1-4 GPUs arriving at one of `arrivals` (s), most with

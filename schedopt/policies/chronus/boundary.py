@@ -861,8 +861,10 @@ def _rescue(problem: LeaseProblem, plan: ChronusPlan) -> ChronusPlan:
 def _latest_reservations(problem: LeaseProblem, plan: ChronusPlan, admitted: np.ndarray,
                          credit: np.ndarray | None = None) -> dict[int, tuple[int, ...]]:
     """Reservations of the admitted plan jobs: lease 0 where the plan runs them, their other
-    leases re-packed latest-fit within their chosen option's horizon so that early leases stay
-    free for jobs that arrive later; the plan's own leases when that packing fails. credit:
+    leases re-packed within their chosen option's horizon (`_pack_after_first`: on from lease
+    1 for a job that holds GPUs at the end of lease 0, latest-fit for the others, so that early
+    leases stay free for jobs that arrive later); the plan's own leases when that packing
+    fails. credit:
     leases of running each plan job gets in lease 0 without holding it from the boundary
     (`lease_zero_credit`)."""
     keep = np.flatnonzero(admitted & (plan.chosen >= 0))
@@ -879,9 +881,16 @@ def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarra
                       first: np.ndarray, credit: np.ndarray | None = None
                       ) -> dict[int, tuple[int, ...]] | None:
     """Slots of the plan jobs `keep` with options `chosen`: slot 0 where `first`, the rest of
-    their work (less `credit`, see `_after_lease_zero`) latest-fit in slots 1.. within each
-    option's horizon (whole leases: tails are not used); None when that packing does not place
-    them all."""
+    their work (less `credit`, see `_after_lease_zero`) after it within each option's horizon
+    (whole leases: tails are not used); None when that packing does not place them all.
+
+    A job that holds GPUs at the end of lease 0 keeps running from slot 1 until done
+    (`_run_on`; no second resume overhead); the others are packed latest-fit in the GPUs left.
+    When that does not place every job, all of the rest is packed latest-fit. (Latest-fit for
+    all leaves the GPUs near now free in a block and fills the leases before the admitted
+    jobs' deadlines: on the all-SLO trace of docs/guide/chronus.md, jobs arriving due just
+    after the admitted ones, each needing more leases than that block spans, were turned away
+    and missed.)"""
     need, rest = _after_lease_zero(problem, keep, first, credit)
     out = {int(i): (0,) if f else () for i, f in zip(keep, first)}
     if not rest.any():
@@ -891,17 +900,46 @@ def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarra
     horizon = np.minimum(problem.option_horizon[chosen], problem.num_leases) - 1
     if np.any(horizon[rest] < 1):  # the rest of the work is in the deadline's lease only
         return None
-    count = lease_count(need[rest], problem.overhead) if problem.per_run else need[rest]
-    packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[rest]], count, horizon[rest],
-                                             problem.capacity[1:], width=problem.width[1:],
-                                             overhead=problem.overhead, work=need[rest],
-                                             held=_in_lease_zero(first, credit)[rest])
-    if unplaced:
+    held = _in_lease_zero(first, credit)
+    on, capacity = _run_on(problem, keep, need, rest & held, horizon)
+    tries = [(on, capacity)]
+    if on.any():
+        tries.append((np.zeros(keep.size, dtype=bool), problem.capacity[1:]))
+    for runs_on in tries:
+        late = rest & ~runs_on[0]
+        count = lease_count(need[late], problem.overhead) if problem.per_run else need[late]
+        packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[late]], count, horizon[late],
+                                                 runs_on[1], width=problem.width[1:],
+                                                 overhead=problem.overhead, work=need[late],
+                                                 held=held[late])
+        if not unplaced:
+            break
+    else:
         return None
+    for i in np.flatnonzero(runs_on[0]):
+        stop = int(np.searchsorted(np.cumsum(problem.width[1:]), need[i] - WORK_TOLERANCE))
+        out[int(keep[i])] += tuple(range(1, stop + 2))
     for i, leases in packed.items():
-        job = int(keep[rest][i])
+        job = int(keep[late][i])
         out[job] = out[job] + tuple(t + 1 for t in leases)
     return out
+
+
+def _run_on(problem: LeaseProblem, keep: np.ndarray, need: np.ndarray, candidates: np.ndarray,
+            horizon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mask over `keep` of the `candidates` that run on from slot 1 of the shifted window
+    until their `need` is done, GPUs per slot of that window left after them): in order of
+    horizon, each whose run ends within its horizon and fits in the GPUs left."""
+    capacity = problem.capacity[1:].astype(np.int64).copy()
+    ends = np.cumsum(problem.width[1:])
+    on = np.zeros(keep.size, dtype=bool)
+    for i in sorted(np.flatnonzero(candidates), key=lambda i: (horizon[i], i)):
+        slots = int(np.searchsorted(ends, need[i] - WORK_TOLERANCE)) + 1
+        gpus = problem.gpus[keep[i]]
+        if slots <= horizon[i] and np.all(capacity[:slots] >= gpus):
+            capacity[:slots] -= gpus
+            on[i] = True
+    return on, capacity
 
 
 def _after_lease_zero(problem: LeaseProblem, keep: np.ndarray, first: np.ndarray,

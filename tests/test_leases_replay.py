@@ -55,8 +55,9 @@ def test_admitted_jobs_keep_their_plan_when_the_lease_milp_has_no_time(seed):
     # 20 ms per lease MILP: most boundaries end in the fallbacks (greedy, roundings, then the
     # admitted jobs' reservations, leases already past left out). Before those were read right,
     # each of these seeds demoted admitted jobs and one or two missed their deadline.
+    # search=True: the MILP's stages run under the limit (without it the LP runs unlimited).
     settings = LeaseSettings(lease_seconds=60.0, resume_overhead_s=30.0, time_limit=0.02,
-                             horizon_seconds=4 * 3600.0)
+                             horizon_seconds=4 * 3600.0, search=True)
     jobs = simulate_leases(small_burst(seed, 24), "chronus",
                            LeaseSimulationConfig(settings)).jobs
     slo = jobs[jobs["slo"]]

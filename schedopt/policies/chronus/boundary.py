@@ -901,12 +901,12 @@ def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarra
     if np.any(horizon[rest] < 1):  # the rest of the work is in the deadline's lease only
         return None
     held = _in_lease_zero(first, credit)
-    on, capacity = _run_on(problem, keep, need, rest & held, horizon)
-    tries = [(on, capacity)]
-    if on.any():
-        tries.append((np.zeros(keep.size, dtype=bool), problem.capacity[1:]))
+    run_slots, capacity = _run_on(problem, keep, need, rest & held, horizon)
+    tries = [(run_slots, capacity)]
+    if run_slots.any():
+        tries.append((np.zeros(keep.size, dtype=np.int64), problem.capacity[1:]))
     for runs_on in tries:
-        late = rest & ~runs_on[0]
+        late = rest & (runs_on[0] == 0)
         count = lease_count(need[late], problem.overhead) if problem.per_run else need[late]
         packed, unplaced, _ = latest_fit_packing(problem.gpus[keep[late]], count, horizon[late],
                                                  runs_on[1], width=problem.width[1:],
@@ -917,8 +917,7 @@ def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarra
     else:
         return None
     for i in np.flatnonzero(runs_on[0]):
-        stop = int(np.searchsorted(np.cumsum(problem.width[1:]), need[i] - WORK_TOLERANCE))
-        out[int(keep[i])] += tuple(range(1, stop + 2))
+        out[int(keep[i])] += tuple(range(1, runs_on[0][i] + 1))
     for i, leases in packed.items():
         job = int(keep[late][i])
         out[job] = out[job] + tuple(t + 1 for t in leases)
@@ -927,19 +926,19 @@ def _pack_after_first(problem: LeaseProblem, keep: np.ndarray, chosen: np.ndarra
 
 def _run_on(problem: LeaseProblem, keep: np.ndarray, need: np.ndarray, candidates: np.ndarray,
             horizon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mask over `keep` of the `candidates` that run on from slot 1 of the shifted window
-    until their `need` is done, GPUs per slot of that window left after them): in order of
-    horizon, each whose run ends within its horizon and fits in the GPUs left."""
+    """(per job of `keep`, the slots 1..n it runs on for, from slot 1 until its `need` is done,
+    0 for a job that does not; GPUs per slot 1.. left after them): of the `candidates`, in order
+    of horizon, each whose run ends within its horizon and fits in the GPUs left."""
     capacity = problem.capacity[1:].astype(np.int64).copy()
     ends = np.cumsum(problem.width[1:])
-    on = np.zeros(keep.size, dtype=bool)
+    run_slots = np.zeros(keep.size, dtype=np.int64)
     for i in sorted(np.flatnonzero(candidates), key=lambda i: (horizon[i], i)):
         slots = int(np.searchsorted(ends, need[i] - WORK_TOLERANCE)) + 1
         gpus = problem.gpus[keep[i]]
         if slots <= horizon[i] and np.all(capacity[:slots] >= gpus):
             capacity[:slots] -= gpus
-            on[i] = True
-    return on, capacity
+            run_slots[i] = slots
+    return run_slots, capacity
 
 
 def _after_lease_zero(problem: LeaseProblem, keep: np.ndarray, first: np.ndarray,

@@ -14,6 +14,7 @@ import numpy as np
 if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built, not by this contract
     import scipy.sparse as sp
 
+from schedopt.core.capabilities import Capability
 from schedopt.core.outcome import (SolutionStatus, Status, Termination,  # noqa: F401 (re-exported)
                                    relative_gap, split_status, status_of)
 from schedopt.errors import SolveError
@@ -47,8 +48,6 @@ class SolveOptions:
 def check_options(backend, options: SolveOptions) -> None:
     """SolveError when `options` ask `backend` for something it lacks the capability for (a
     deterministic limit); `Solver.solve`, `Solver.incremental` and `solve_lp` call it once."""
-    from schedopt.core.capabilities import Capability
-
     if (options.deterministic_time is not None
             and Capability.DETERMINISTIC_TIME not in backend.capabilities):
         raise SolveError(f"deterministic_time is a CP-SAT limit; {backend.name} does not take it")

@@ -254,6 +254,34 @@ def test_entry_point_group_schedopt_policies_finds_an_installed_plugin(tmp_path,
         registry.unregister_policy("plugin_total_14")
 
 
+def test_a_plugin_cannot_take_a_built_in_name_and_built_in_names_skip_the_plugin_scan(
+        tmp_path, monkeypatch):
+    (tmp_path / "plugin_policy_shadow.py").write_text(
+        "from schedopt.modeling.policy import FunctionPolicy\n"
+        "SHADOW = FunctionPolicy(lambda problem, model: None, 'max_min_fairness')\n")
+    info = tmp_path / "plugin_policy_shadow-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugin-policy-shadow\n"
+                                   "Version: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[schedopt.policies]\nmax_min_fairness = plugin_policy_shadow:SHADOW\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry._loaded, "plugins", False)
+
+    def no_scan():
+        raise AssertionError("a built-in name looked for plugins")
+
+    with monkeypatch.context() as scan:
+        scan.setattr(registry, "_load_plugins", no_scan)
+        policy, _ = registry.resolve("max_min_fairness")
+    assert registry._loaded["plugins"] is False
+    with pytest.warns(UserWarning, match="'max_min_fairness' .* is not loaded: the name is "
+                                         "taken by a built-in policy"):
+        entries = registry.registered()
+    assert entries["max_min_fairness"].builtin and entries["max_min_fairness"].policy is policy
+    assert "plugin_policy_shadow" not in sys.modules
+
+
 def test_the_guide_shows_the_example_as_it_is():
     readme = (ROOT / "docs" / "guide" / "custom-policies.md").read_text()
     example = (ROOT / "examples" / "custom_policy.py").read_text()

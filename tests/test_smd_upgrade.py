@@ -124,3 +124,15 @@ def test_upgrade_stops_at_its_tries_and_smd_reports_them():
         smd(problem, upgrade_tries=-1)
     with pytest.raises(PolicyError, match="upgrade_tries must be an integer >= 0"):
         solve(parameter_server_instance(3, 2, seed=0, regime="nic"), "smd", upgrade_tries=-1)
+
+
+def test_smd_skips_the_upgrade_step_above_its_job_limit(monkeypatch):
+    import schedopt.policies.smd.algorithm as algorithm
+
+    problem = SmdProblem.from_instance(parameter_server_instance(6, 2, seed=1, regime="mixed"))
+    monkeypatch.setattr(algorithm, "UPGRADE_MAX_JOBS", problem.num_jobs)
+    assert "upgrade" in smd(problem).details
+    monkeypatch.setattr(algorithm, "UPGRADE_MAX_JOBS", problem.num_jobs - 1)
+    skipped = smd(problem)
+    assert "upgrade" not in skipped.details
+    assert skipped.objective == smd(problem, upgrade_tries=0).objective

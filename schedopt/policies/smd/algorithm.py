@@ -59,6 +59,10 @@ BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
 DEFAULT_LNS_STEPS = 20  # steps of the large-neighbourhood search over the exact MILP (neighbourhood.py)
 DEFAULT_UPGRADE_TRIES = 6  # CP-SAT placements of one job's extra task (upgrade.py)
 UPGRADE_WORK = 0.05  # CP-SAT deterministic time per upgrade try
+# above this many jobs the upgrade step is skipped: a try's UPGRADE_WORK is too little for
+# CP-SAT to place the whole cluster (at 60 jobs it needs about 0.2 units just to re-place
+# smd's own choice), and no try placed anything there on the benchmark's instances (docs/smd.md)
+UPGRADE_MAX_JOBS = 50
 
 
 @dataclass
@@ -253,7 +257,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       fixed seed the result is the same run to run;
     - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`);
     - `upgrade_tries` CP-SAT placements of one more task for the job it helps most
-      (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each).
+      (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each), on
+      problems of at most UPGRADE_MAX_JOBS jobs.
     beyond=False is the paper's method alone (none of these; for comparisons).
     `bound` (proven; seconds) is the larger of `lagrangian_bound` and the LP relaxation of
     smd_exact's MILP (`schedopt.policies.smd.bound`, HiGHS; its per-machine rows make it the
@@ -355,7 +360,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
                                          seed, time_limit=left, target=bound, guide=guide)
     else:
         result = Placement(pack.workers, pack.ps)
-    if upgrade_tries and problem.num_jobs and beyond and program is not None:
+    if upgrade_tries and 0 < problem.num_jobs <= UPGRADE_MAX_JOBS and beyond \
+            and program is not None:
         result, details["upgrade"] = upgrade(problem, cfg, program, result, upgrade_tries,
                                              UPGRADE_WORK, bound)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]

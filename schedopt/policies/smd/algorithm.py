@@ -252,9 +252,10 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       comparisons);
     - `search_steps` steps of ruin and recreate (`schedopt.policies.smd.search`, numpy, random
       choices from `seed`, stopping after PATIENCE steps without an improvement); the search
-      also stops at `time_limit` seconds of CPU time of the whole call, a safety cap that only
-      binds on a machine several times slower than the measured one (docs/smd.md), so for a
-      fixed seed the result is the same run to run;
+      also stops at `time_limit` seconds of CPU time of the whole call, a safety cap; where it
+      binds (NIC-bound instances of 55-60 jobs on the measured machine, docs/smd.md) the result
+      depends on the machine's speed and load, elsewhere a fixed seed gives the same result run
+      to run;
     - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`);
     - `upgrade_tries` CP-SAT placements of one more task for the job it helps most
       (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each), on

@@ -13,9 +13,8 @@ the least CPU time (`time.process_time`) kept, alternating in that process with 
 call with the upgrade step at every size (UPGRADE_MAX_JOBS lifted: the previous release); with
 --before the trees alternate per instance so that both see the same load. The two runs in one
 process are the cleaner comparison: between processes the same code's CPU time varied by
-0.7-1.5x on the shared machine. CPU time is what an idle core would take when the machine is shared. The
-objective (s) of each tree is printed beside its time: where they are equal, so are the
-placements' gaps.
+0.7-1.5x on the shared machine. The objective (s) of each tree is printed beside its time:
+where they are equal, so are the placements' gaps.
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ for _ in range(repeats):
 print(repr((best, objective)))
 """
 
+
 def measure(tree: str | None, jobs: int, regime: str, repeats: int) -> tuple[list, list]:
     """([least CPU s of `repeats` smd calls, the same with the upgrade step at every size],
     [their objectives, s]) in a fresh process on `tree`, the two alternating."""
@@ -75,7 +75,8 @@ def main() -> None:
                         help="a folder holding another tree's schedopt package, run alongside")
     args = parser.parse_args()
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
-    head = "| regime | jobs | machines | CPU s | CPU s, upgrade step at every size | ratio | objective ratio |"
+    head = ("| regime | jobs | machines | CPU s | CPU s, upgrade step at every size | ratio "
+            "| objective ratio |")
     rule = "|---|---:|---:|---:|---:|---:|---:|"
     if args.before:
         head += " CPU s before | before / now | objective now / before |"
@@ -84,7 +85,6 @@ def main() -> None:
     print(rule)
     for regime in args.regimes.split(","):
         for jobs in map(int, args.sizes.split(",")):
-            cpu, objective = measure(None, jobs, regime, args.repeats)
             (cpu, every), (objective, every_objective) = measure(None, jobs, regime, args.repeats)
             line = (f"| {regime} | {jobs} | {max(6, math.ceil(jobs / 3))} | {cpu:.2f} | "
                     f"{every:.2f} | {every / cpu:.2f} | {objective / every_objective:.4f} |")

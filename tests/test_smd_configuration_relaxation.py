@@ -23,11 +23,22 @@ from schedopt.policies.smd.model import SmdProblem
 pytest.importorskip("ortools")
 
 
+def _most_per_machine(demand: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """(n, H) how many whole tasks of each job's `demand` (n, R) one machine holds: the bound
+    smd_exact's MILP puts on each x_ih and y_ih, which a fractional placement keeps."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fit = np.where(demand[:, None, :] > 0, C[None, :, :] / demand[:, None, :], np.inf)
+    return np.floor(fit.min(axis=2) + 1e-9)
+
+
 def _fits_fractionally(problem: SmdProblem, workers: np.ndarray, ps: np.ndarray) -> bool:
     """Whether workers[i] workers and ps[i] PSs of every job can be spread over the machines in
-    fractional amounts within every capacity (an LP feasibility problem, scipy's linprog)."""
+    fractional amounts within every capacity, at most as many on one machine as whole tasks
+    fit there (an LP feasibility problem, scipy's linprog)."""
     n, H = problem.num_jobs, problem.num_machines
     C = problem.capacity
+    most = np.concatenate([_most_per_machine(problem.worker_demand, C).ravel(),
+                           _most_per_machine(problem.ps_demand, C).ravel()])
     rows = [(h, r) for h in range(H) for r in range(C.shape[1]) if np.isfinite(C[h, r])]
     A_ub = np.zeros((len(rows), 2 * n * H))  # columns: x[i, h] then y[i, h]
     for k, (h, r) in enumerate(rows):
@@ -39,7 +50,8 @@ def _fits_fractionally(problem: SmdProblem, workers: np.ndarray, ps: np.ndarray)
         A_eq[n + i, n * H + i * H:n * H + (i + 1) * H] = 1
     out = linprog(np.zeros(2 * n * H), A_ub=A_ub if rows else None,
                   b_ub=np.array([C[h, r] for h, r in rows]) if rows else None,
-                  A_eq=A_eq, b_eq=np.concatenate([workers, ps]), bounds=(0, None),
+                  A_eq=A_eq, b_eq=np.concatenate([workers, ps]),
+                  bounds=[(0, None if np.isinf(u) else u) for u in most],
                   method="highs")
     return out.status == 0
 
@@ -91,6 +103,34 @@ def test_a_job_that_cannot_take_its_larger_configuration_is_bounded_by_its_small
     assert lp < best_fitting - 1e-6
     assert _floor(problem) == pytest.approx(best_fitting, rel=1e-9)
     assert brute_force(instance) == pytest.approx(best_fitting, rel=1e-9)
+
+
+def test_the_relaxation_keeps_how_many_whole_tasks_fit_on_a_machine():
+    # Two machines of 2 GPUs with NICs of 33 and 27 Gbit/s; job j1's workers take 25 each, so
+    # one machine holds one of them. With (2 workers, 1 PS) for both jobs, the totals fit
+    # (60 of 60 Gbit/s), but only by putting 1.2 of j1's workers on one machine; with at most
+    # one there, each machine also gets one of j0's workers and the 27 Gbit/s NIC overflows.
+    # So the bound is (2, 1) + (1, 1), the optimum, not the looser 8.1 s of both at (2, 1).
+    def job(i, worker_gbps):
+        task = {"bandwidth_gbps": 2.5, "gpus": 0, "cpus": 1, "memory_gb": 2}
+        return {"id": f"j{i}", "throughput": {"g": 1.0}, "parameter_server": {
+            "epochs": 1, "samples_per_epoch": 1000, "batch_per_worker": 16,
+            "compute_s_per_sample": 0.0001, "model_size_gb": 0.01,
+            "worker": {**task, "gpus": 1, "bandwidth_gbps": worker_gbps}, "ps": task,
+            "max_workers": 2, "max_ps": 1}}
+
+    nodes = [{"id": f"m{h}", "gpu_type": "g", "gpus": 2, "cpus": 8, "memory_gb": 16,
+              "bandwidth_gbps": nic} for h, nic in enumerate((33, 27))]
+    instance = parse_instance({"format": FORMAT, "cluster": {"gpu_types": {"g": {"count": 4}},
+                                                             "nodes": nodes},
+                               "jobs": [job(0, 2.5), job(1, 25.0)]})
+    problem = SmdProblem.from_instance(instance)
+    cfg = problem.configurations()
+    both_large = float(cfg.time[:, cfg.workers[0] == 2].sum())
+    assert both_large == pytest.approx(8.1)
+    assert _floor(problem) == pytest.approx(_enumerated(problem), rel=1e-9)
+    assert _floor(problem) == pytest.approx(brute_force(instance), rel=1e-9)
+    assert _floor(problem) > both_large + 0.01
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,9 +10,10 @@ changes, and it falls.
 A pair that could not be placed is not tried again. Once a job has no one-task step left to
 try (each failed, was ruled out or does not lower its time), its step to one worker *and* one
 PS more joins the candidates, ranked by its fall in time per task (half of it): where a lone
-extra worker has no PS bandwidth to use, the two together may halve the job's time. Without a call, a pair is ruled out when its extra tasks
-exceed what the cluster has left in total of a resource, or when its fall in time exceeds the
-distance from the objective to `bound` (no placement lies below a proven lower bound).
+extra worker has no PS bandwidth to use, the two together may halve the job's time. Without a
+call, a pair is ruled out when its extra tasks exceed what the cluster has left in total of a
+resource, or when its fall in time exceeds the distance from the objective to `bound` (no
+placement lies below a proven lower bound).
 """
 
 from __future__ import annotations

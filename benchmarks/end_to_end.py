@@ -86,13 +86,12 @@ import sys, time
 clock = lambda: (time.perf_counter(), time.process_time())
 start = clock()
 from schedopt.cli import main
-from schedopt.cli.startup import import_scipy_sparse, keep_freed_memory
+from schedopt.cli.startup import keep_freed_memory
 from schedopt.core.registry import resolve
 from schedopt.instance import load_instance
 from schedopt.api import solve
 from schedopt.files import write_atomically
 from pathlib import Path
-import_scipy_sparse()
 keep_freed_memory()  # as the command does
 policy, _ = resolve("max_min_fairness")
 steps, last = {"imports": None}, start

@@ -79,6 +79,25 @@ def test_output_and_export_mps_write_files_that_reproduce_the_optimum(tmp_path):
     assert best_case / z == pytest.approx(doc["objective"], rel=1e-6)
 
 
+def test_export_mps_of_the_max_min_decomposition_writes_its_last_restricted_lp(tmp_path):
+    # The decomposition builds its LPs as plain column arrays (no scipy): the MPS writer
+    # still reads them, and the last restricted LP's optimum is the max-min level.
+    import highspy
+
+    mps = tmp_path / "m.mps"
+    result = run("solve", TINY, "--option", "method=decomposition", "--json",
+                 "--export-mps", str(mps))
+    assert result.exit_code == 0
+    doc = json.loads(result.output)
+    assert doc["solver"] == "decomposition" and doc["objective"] == pytest.approx(1.25, rel=1e-9)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(mps))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert h.getInfo().objective_function_value == pytest.approx(1.25, rel=1e-9)
+
+
 def test_export_mps_of_a_baseline_is_a_one_line_error(tmp_path):
     result = run("solve", TINY, "-p", "fifo", "--export-mps", str(tmp_path / "m.mps"))
     assert result.exit_code == 2 and result.stderr.startswith("error: policy fifo solves no LP")

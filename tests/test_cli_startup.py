@@ -1,6 +1,7 @@
-"""`schedopt solve` imports scipy.sparse without numpy.f2py, numpy.testing, numpy.ma or
-numpy.polynomial, and leaves them importable (also through scipy's copy of numpy's namespace);
-the console script ends without tearing down its modules, after the atexit handlers ran and
+"""scipy.sparse is imported where it is first needed, without numpy.f2py, numpy.testing,
+numpy.ma or numpy.polynomial, which stay importable (also through scipy's copy of numpy's
+namespace); `schedopt solve` with max-min fairness imports no scipy at all; the console
+script ends without tearing down its modules, after the atexit handlers ran and
 the output was flushed."""
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import sys
 
 CHECK = """
 import sys
-from schedopt.cli.startup import import_scipy_sparse
+from schedopt.core.sparse_import import scipy_sparse
 
-import_scipy_sparse()
-assert "scipy.sparse" in sys.modules
+assert scipy_sparse() is sys.modules["scipy.sparse"]
 for name in ("f2py", "testing", "ma", "polynomial"):
     assert "numpy." + name not in sys.modules, name + " was imported"
 import numpy
@@ -40,21 +40,46 @@ def test_scipy_sparse_without_unused_numpy_modules_which_stay_importable():
     assert run.returncode == 0, run.stderr
 
 
-def test_solve_command_does_not_import_f2py():
+SOLVE_AND_CHECK_MODULES = """
+import sys
+sys.argv = ["schedopt", "solve", *sys.argv[1:], "--json"]
+from schedopt.cli.entry import run
+from schedopt.cli import interrupts
+interrupts.end_process = lambda code: None  # so that the checks below run
+try:
+    run()
+except SystemExit as e:
+    assert not e.code, e.code
+print("imported:", " ".join(m for m in sys.modules
+                            if m.split(".")[0] in ("scipy", "yaml") or m.startswith("numpy.")))
+"""
+
+
+def _solve_imports(*arguments: str) -> tuple[str, set[str]]:
+    """(stdout, modules of scipy, yaml and numpy's submodules imported) of `schedopt solve
+    ARGUMENTS --json` in a fresh interpreter."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    tiny = root / "instances" / "tiny.json"
-    code = ("import sys\nsys.argv = ['schedopt', 'solve', sys.argv[1], '--json']\n"
-            "from schedopt.cli.entry import run\nfrom schedopt.cli import interrupts\n"
-            "interrupts.end_process = lambda code: None\n"  # so that the checks below run
-            "try:\n    run()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "assert 'numpy.f2py' not in sys.modules and 'yaml' not in sys.modules\n"
-            "assert 'numpy.testing' not in sys.modules\n")
-    run = subprocess.run([sys.executable, "-c", code, str(tiny)], capture_output=True, text=True,
-                         cwd=root)
+    run = subprocess.run([sys.executable, "-c", SOLVE_AND_CHECK_MODULES, *arguments],
+                         capture_output=True, text=True, cwd=root)
     assert run.returncode == 0, run.stderr
-    assert '"status":"optimal"' in run.stdout
+    document, _, imported = run.stdout.rpartition("imported:")
+    return document, set(imported.split())
+
+
+def test_max_min_solve_imports_neither_scipy_nor_numpys_unused_modules():
+    document, imported = _solve_imports("instances/tiny.json")
+    assert '"status":"optimal"' in document
+    assert not {m for m in imported if m.split(".")[0] in ("scipy", "yaml")}, imported
+    assert not imported & {"numpy.f2py", "numpy.testing", "numpy.ma"}, imported
+
+
+def test_a_policy_that_needs_scipy_sparse_imports_it_without_f2py():
+    document, imported = _solve_imports("instances/tiny.json", "--policy", "max_total_throughput")
+    assert '"status":"optimal"' in document
+    assert "scipy.sparse" in imported
+    assert not imported & {"numpy.f2py", "numpy.testing"}, imported
 
 
 POLICY_WITH_ATEXIT = """

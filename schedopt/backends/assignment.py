@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schedopt.core.sparse_import import scipy_sparse
 from schedopt.errors import SolveError
 
 
@@ -21,6 +22,7 @@ def _column_of_row(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
 
 
 def dense(cost: np.ndarray) -> np.ndarray:
+    scipy_sparse()  # which scipy.optimize imports: this way without numpy's unused modules
     from scipy.optimize import linear_sum_assignment
 
     try:
@@ -31,7 +33,7 @@ def dense(cost: np.ndarray) -> np.ndarray:
 
 
 def sparse(cost: np.ndarray) -> np.ndarray:
-    from scipy.sparse import csr_matrix
+    csr_matrix = scipy_sparse().csr_matrix
     from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
     rows, cols = np.nonzero(np.isfinite(cost))

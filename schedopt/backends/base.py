@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built, not by th
     import scipy.sparse as sp
 
 from schedopt.core.capabilities import Capability
+from schedopt.core.sparse_import import scipy_sparse
 from schedopt.core.outcome import (SolutionStatus, Status, Termination,  # noqa: F401 (re-exported)
                                    relative_gap, split_status, status_of)
 from schedopt.errors import SolveError
@@ -54,14 +55,57 @@ def check_options(backend, options: SolveOptions) -> None:
 
 
 @dataclass(frozen=True)
+class ColumnArrays:
+    """A sparse matrix as its compressed columns in numpy arrays, for a formulation that builds
+    them directly and a backend that takes them as they are (HiGHS), with no scipy on the way:
+    column k's entries are in rows `index[start[k]:start[k + 1]]` (increasing, no repeats),
+    with values `value[start[k]:start[k + 1]]`. `tocsc()` and `tocsr()` give scipy matrices,
+    as `LinearProgram.A` is for every other backend."""
+
+    shape: tuple[int, int]
+    start: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+
+    @property
+    def nnz(self) -> int:
+        return int(self.value.size)
+
+    def tocsc(self, copy: bool = False) -> sp.csc_matrix:
+        return scipy_sparse().csc_matrix((self.value, self.index, self.start), shape=self.shape,
+                                         copy=copy)
+
+    def tocsr(self, copy: bool = False) -> sp.csr_matrix:
+        return self.tocsc().tocsr()
+
+    def toarray(self) -> np.ndarray:
+        return self.tocsc().toarray()
+
+    def __matmul__(self, other):
+        return self.tocsc() @ other
+
+
+def compressed_columns(A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, index, value) of `A`'s columns, rows increasing within each: a `ColumnArrays`'
+    own arrays, or a scipy matrix's as CSC."""
+    if isinstance(A, ColumnArrays):
+        return A.start, A.index, A.value
+    A = A.tocsc()
+    A.sort_indices()
+    return A.indptr, A.indices, A.data
+
+
+@dataclass(frozen=True)
 class LinearProgram:
     """min or max  c @ x  s.t.  row_lower <= A @ x <= row_upper,  col_lower <= x <= col_upper.
 
-    Infinite bounds are +-np.inf. `integer` marks integer columns (None = pure LP).
+    Infinite bounds are +-np.inf. `integer` marks integer columns (None = pure LP). `A` is a
+    scipy sparse matrix, or a `ColumnArrays` (HiGHS reads it without scipy; anything else
+    calls its `tocsc()` or `tocsr()`).
     """
 
     c: np.ndarray
-    A: sp.csr_matrix
+    A: sp.csr_matrix | ColumnArrays
     row_lower: np.ndarray
     row_upper: np.ndarray
     col_lower: np.ndarray

@@ -8,12 +8,14 @@ out before the solve. LPs only.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
                                     Termination, read_status)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
+from schedopt.core.sparse_import import scipy_sparse
+
+sp = scipy_sparse()
 
 
 def _status_map(clarabel) -> dict:

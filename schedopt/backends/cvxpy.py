@@ -12,12 +12,14 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
                                     Termination, read_status)
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
+from schedopt.core.sparse_import import scipy_sparse
+
+sp = scipy_sparse()
 
 _T, _S = Termination, SolutionStatus
 # cvxpy status -> (termination, solution when cvxpy returns values); a limit is read apart

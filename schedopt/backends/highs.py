@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends.base import (LinearProgram, SolutionStatus, SolveOptions, SolveResult,
-                                    Termination, read_status)
+                                    Termination, compressed_columns, read_status)
+from schedopt.core.sparse_import import scipy_sparse
 from schedopt.core.capabilities import Capability
 from schedopt.errors import SolveError
 
@@ -46,8 +46,7 @@ def _status_map(highspy) -> dict:
 
 
 def _to_highs_lp(highspy, lp: LinearProgram):
-    A = lp.A.tocsc()
-    A.sort_indices()
+    start, index, value = compressed_columns(lp.A)
     model = highspy.HighsLp()
     model.num_col_ = lp.num_cols
     model.num_row_ = lp.num_rows
@@ -61,9 +60,9 @@ def _to_highs_lp(highspy, lp: LinearProgram):
     model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     model.a_matrix_.num_col_ = lp.num_cols
     model.a_matrix_.num_row_ = lp.num_rows
-    model.a_matrix_.start_ = A.indptr.astype(np.int32)
-    model.a_matrix_.index_ = A.indices.astype(np.int32)
-    model.a_matrix_.value_ = A.data.astype(np.float64)
+    model.a_matrix_.start_ = start.astype(np.int32)
+    model.a_matrix_.index_ = index.astype(np.int32)
+    model.a_matrix_.value_ = value.astype(np.float64)
     if lp.is_mip:
         model.integrality_ = [highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
                               for flag in lp.integer]
@@ -179,11 +178,12 @@ class HighsIncremental:
     def num_rows(self) -> int:
         return self._first.num_rows
 
-    def add_columns(self, cost, lower, upper, block: sp.spmatrix) -> None:
+    def add_columns(self, cost, lower, upper, block) -> None:
         """Append n columns: `cost`, `lower`, `upper` (n values each, or one for all) and their
         coefficients in every row, `block` (num_rows x n, sparse)."""
         import highspy
 
+        sp = scipy_sparse()
         block = sp.csc_matrix(block, dtype=np.float64)
         block.sum_duplicates()
         block.sort_indices()

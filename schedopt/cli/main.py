@@ -15,7 +15,7 @@ from schedopt.backends import BACKEND_NAMES
 from schedopt.cli import render
 from schedopt.cli import interrupts
 from schedopt.cli.errors import EXIT_USER_ERROR, OneLineErrors, fail
-from schedopt.cli.startup import import_scipy_sparse, keep_freed_memory
+from schedopt.cli.startup import keep_freed_memory
 from schedopt.instance import load_instance, validate_file
 from schedopt.backends import SolveOptions
 from schedopt.backends.session import Solver
@@ -117,7 +117,6 @@ def main():
 def solve(file, policy, solver, time_limit, threads, policy_options, as_json, output, export_mps,
           max_rows, verbose, partitions, executor, partition_method, partition_seed, exact_gap):
     """Solve the instance FILE with a policy and print the allocation."""
-    import_scipy_sparse()  # every built-in policy's solve needs it; this way ~0.05 s sooner
     keep_freed_memory()
     chosen, fixed = resolve(policy)
     for target, what in ((output, "result document"), (export_mps, "MPS file")):

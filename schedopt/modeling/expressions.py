@@ -7,8 +7,14 @@ remaps row indices. Nothing here loops over elements in Python.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
+
+from schedopt.core.sparse_import import scipy_sparse
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 class Expr:
@@ -67,7 +73,8 @@ class Expr:
 
     def matrix(self, num_cols: int) -> sp.csr_matrix:
         """(size, num_cols) CSR matrix of the linear part (duplicates summed)."""
-        return sp.csr_matrix((self.coefs, (self.rows, self.cols)), shape=(self.size, num_cols))
+        return scipy_sparse().csr_matrix((self.coefs, (self.rows, self.cols)),
+                                         shape=(self.size, num_cols))
 
     # arithmetic ---------------------------------------------------------------------------------
     def __mul__(self, other) -> "Expr":

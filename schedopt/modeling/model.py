@@ -13,13 +13,17 @@ sparse `LinearProgram` every backend solves.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends.base import LinearProgram, SolveResult
 from schedopt.core.outcome import Status
+from schedopt.core.sparse_import import scipy_sparse
 from schedopt.modeling.expressions import Constraint, Expr, Variable, as_expr
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class Model:
         """One sparse LinearProgram: blocks' columns in creation order, constraint blocks' rows
         in the order added. scale_rows divides each row and its bounds by its largest
         |coefficient| (O(1) coefficients for interior-point solvers)."""
+        sp = scipy_sparse()
         n = self._columns
         cons = list(self._constraints.values())
         A = (sp.vstack([_block_matrix(c.expr, n) for c in cons], format="csr") if cons
@@ -152,6 +157,7 @@ def _block_matrix(expr: Expr, num_cols: int) -> sp.csr_matrix:
     An expression is mostly a few concatenated runs of terms, each sorted by row (a sum over
     the last axis, a broadcast scalar): each run becomes a CSR matrix directly (its row
     pointer counted, no sort) and the runs are added. Other term orders go through COO."""
+    sp = scipy_sparse()
     rows = expr.rows
     shape = (expr.size, num_cols)
     starts = np.flatnonzero(rows[1:] < rows[:-1]) + 1
@@ -175,4 +181,4 @@ def _scaled(A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray):
     if A.nnz:
         row_max[nonempty] = np.maximum.reduceat(np.abs(A.data), A.indptr[:-1][nonempty])
     factor = np.where(row_max > 0, 1.0 / np.where(row_max > 0, row_max, 1.0), 1.0)
-    return sp.diags(factor) @ A, lower * factor, upper * factor
+    return scipy_sparse().diags(factor) @ A, lower * factor, upper * factor

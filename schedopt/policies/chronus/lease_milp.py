@@ -64,7 +64,6 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends import SolveResult, Status
 from schedopt.backends.base import LinearProgram, relative_gap
@@ -73,6 +72,9 @@ from schedopt.core.capabilities import Capability
 from schedopt.modeling import Constraint, Expr, Model, Variable
 from schedopt.policies.chronus.problem import LeaseProblem  # re-exported
 from schedopt.policies.chronus.rounding import lp_roundings
+from schedopt.core.sparse_import import scipy_sparse
+
+sp = scipy_sparse()
 
 DEFAULT_SOLVER = "cpsat"
 LP_SOLVER = "highs"  # the LP relaxation's backend (stage 1)

@@ -30,11 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.core.deadline import deadline_after, seconds_left
 from schedopt.backends import Capability, Status
-from schedopt.backends.base import LinearProgram
+from schedopt.backends.base import ColumnArrays, LinearProgram
 from schedopt.backends.session import Solver
 from schedopt.errors import PolicyError
 from schedopt.policies.gavel.level_hull import (Hulls, affine_allocation, build_hulls, cost_on,
@@ -200,25 +199,23 @@ def _restricted_lp(cls: _Classes, capacity: np.ndarray, free: np.ndarray, fixed:
     cols = np.flatnonzero(gain.ravel() > 0)
     n = cols.size
     row_of, type_of = np.divmod(cols, J)
-    k = np.arange(n)
     level_scale = 1.0 / gain.max(axis=1)
     rises = cls.rises[idx].astype(float)
-    level_rows = sp.csr_matrix(
-        (np.concatenate([gain.ravel()[cols] * level_scale[row_of], -rises * level_scale]),
-         (np.concatenate([row_of, np.arange(F)]), np.concatenate([k, np.full(F, n)]))),
-        shape=(F, n + 1))
-    time_rows = sp.csr_matrix((np.ones(n), (row_of, k)), shape=(F, n + 1))
     weight = cls.count * cls.gpus * fixed.mask
     intercept, slope = weight @ fixed.X0, weight @ fixed.X1
     cap_scale = 1.0 / np.where(capacity > 0, capacity, 1.0)
-    capacity_rows = sp.csr_matrix(
-        (np.concatenate([(cls.count * cls.gpus)[idx][row_of] * cap_scale[type_of],
-                         slope * cap_scale]),
-         (np.concatenate([type_of, np.arange(J)]), np.concatenate([k, np.full(J, n)]))),
-        shape=(J, n + 1))
+    # Rows: F level rows, F time rows, J capacity rows. Each x column has one entry in each of
+    # the three blocks (rows increasing); the t column has one in every level and capacity row.
+    x_rows = np.stack([row_of, F + row_of, 2 * F + type_of], axis=1).ravel()
+    x_values = np.stack([gain.ravel()[cols] * level_scale[row_of], np.ones(n),
+                         (cls.count * cls.gpus)[idx][row_of] * cap_scale[type_of]], axis=1).ravel()
+    A = ColumnArrays(shape=(2 * F + J, n + 1),
+                     start=np.concatenate([np.arange(0, 3 * n + 1, 3), [3 * n + F + J]]),
+                     index=np.concatenate([x_rows, np.arange(F), 2 * F + np.arange(J)]),
+                     value=np.concatenate([x_values, -rises * level_scale, slope * cap_scale]))
     lp = LinearProgram(
         c=np.concatenate([np.zeros(n), [1.0]]),
-        A=sp.vstack([level_rows, time_rows, capacity_rows], format="csr"),
+        A=A,
         row_lower=np.concatenate([cls.floor[idx] * level_scale,
                                   np.full(F + J, -np.inf)]),
         row_upper=np.concatenate([np.full(F, np.inf), np.ones(F),

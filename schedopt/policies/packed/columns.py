@@ -28,13 +28,15 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends import Status
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.policies.packed.master import (Candidates, Stage, Target, fairness_duals, master_lp,
                                              pair_columns, scaling)
+from schedopt.core.sparse_import import scipy_sparse
+
+sp = scipy_sparse()
 
 # HiGHS options of the master (`IncrementalProgram.set_option`): primal simplex, because after
 # new columns the basis is still primal feasible; tight tolerances, as the bound is proven.

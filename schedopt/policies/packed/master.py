@@ -51,7 +51,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends import SolveOptions, Status, backends_with
 from schedopt.backends.base import LinearProgram
@@ -64,6 +63,9 @@ from schedopt.instance.model import Instance
 from schedopt.modeling import Expr, Model, Variable
 from schedopt.policies.gavel.models import row_max
 from schedopt.policies.packed.decision import PairedAllocation
+from schedopt.core.sparse_import import scipy_sparse
+
+sp = scipy_sparse()
 
 GAP_TOLERANCE = 1e-6  # relative gap (bound - objective) / bound for status optimal
 

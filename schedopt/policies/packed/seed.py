@@ -23,12 +23,14 @@ their job pairs kept where they are candidates; when neither aggregates there is
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from schedopt.backends.session import Solver
 from schedopt.core.problem import ThroughputProblem
 from schedopt.modeling import Model, Variable
 from schedopt.policies.packed.master import Candidates, by_group, scaling
+from schedopt.core.sparse_import import scipy_sparse
+
+sp = scipy_sparse()
 
 EMPTY = (np.zeros(0, dtype=np.int64),) * 3
 

@@ -116,6 +116,28 @@ def test_admitted_jobs_never_miss_with_lazy_guarantees(trace, variant):
                                                    others=others))
 
 
+@pytest.mark.parametrize("variant", [(False, "plan", True), (True, "auto", True),
+                                     (True, "fill", True), (True, "auto", "auto")])
+def test_a_reservation_ending_in_a_tail_keeps_every_admitted_job(variant):
+    # Drawn by the test above. At 200 s the lease MILP's LP and its roundings place neither
+    # j4 (due 314, 101 s left) nor the others, so the admitted jobs' reservations are the
+    # plan: j0 (due 402 or, less valuable, 654) is reserved leases 0 and 2 by its later
+    # option; read as its first option they did not serve it and j4 was demoted.
+    tails, others, lazy = variant
+    trace = instance([
+        {"id": "j0", "arrival_time": 150.0, "total_steps": 126, "deadline_options": [
+            {"after_s": 252.0, "value": 2.0}, {"after_s": 504.0, "value": 1.0}]},
+        {"id": "j1", "total_steps": 107, "deadline": 321.0},
+        {"id": "j2", "scale_factor": 2, "total_steps": 20, "deadline": 40.0},
+        {"id": "j3", "total_steps": 20, "deadline": 40.0},
+        {"id": "j4", "arrival_time": 100.0, "total_steps": 107, "deadline": 214.0},
+        {"id": "j5", "scale_factor": 2, "arrival_time": 30.0, "total_steps": 74,
+         "deadline": 222.0}], gpus=2)
+    jobs = run(trace, "chronus", lazy=lazy, tails=tails, others=others)
+    assert_admitted_jobs_meet_deadlines(trace, jobs)
+    assert jobs.loc["j4", "admitted"] and jobs.loc["j0", "admitted"]
+
+
 def assert_admitted_jobs_meet_deadlines(trace, jobs) -> None:
     """Every admitted job of the simulated `jobs` table ends by its latest SLO option."""
     spec = {j.id: j for j in trace.jobs}

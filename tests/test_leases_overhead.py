@@ -164,3 +164,24 @@ def test_reservations_are_the_plan_when_nothing_else_places_every_admitted_job()
     # Half of the wide slot is not a plan of this grid; nor are leases that do not serve.
     assert _reserved_plan(p, failed, np.array([4, 7]), {4: (3,), 7: (0, 1)}) is failed
     assert _reserved_plan(p, failed, np.array([4, 7]), {4: (2, 3), 7: (1,)}) is failed
+
+
+def test_a_reservation_in_an_options_tail_slot_takes_the_option_it_serves():
+    from schedopt.backends import Status as S
+    from schedopt.policies.chronus.boundary import _reserved_plan
+    from schedopt.policies.chronus.lease_milp import ChronusPlan
+
+    # One job, 1 GPU of 2, 1.26 leases of work, overhead 0.1: option 0 (value 2) due 2.02
+    # leases from now (slots 0-1 and 0.02 of slot 2, its tail), option 1 (value 1) due later.
+    # Reserved slots 0 and 2 (two runs): as option 0 they give 0.9 + 0.02 - 0.1 = 0.82 < 1.26,
+    # as option 1 0.9 + 0.9 = 1.8. The reservation is option 1's plan, not no plan at all.
+    p = LeaseProblem.from_arrays([1], None, [0, 0], [2.0, 1.0], [2, 4], [2] * 6, overhead=0.1,
+                                 held=[False], work=[1.26], option_tail=[0.02, 0.54])
+    failed = ChronusPlan(S.INFEASIBLE, 0.0, None, {}, np.full(1, -1), True, "cpsat", 0.0,
+                         unplaced=(0,))
+    plan = _reserved_plan(p, failed, np.array([5]), {5: (0, 2)})
+    assert plan.unplaced == () and plan.status is S.FEASIBLE
+    assert plan.chosen.tolist() == [1] and plan.leases == {0: (0, 2)}
+    assert plan.objective == pytest.approx(1.0 + 1 / 2)  # option 1's value + sigma g_0 / C
+    # Slots 0 and 1 serve option 0 (one run: 2 - 0.1 = 1.9): the more valuable option stays.
+    assert _reserved_plan(p, failed, np.array([5]), {5: (0, 1)}).chosen.tolist() == [0]

@@ -825,8 +825,8 @@ def _reserved_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray
                                                            | (problem.tail_slot == last)))
         if mine.size == 0:
             return plan
-        chosen[i] = mine[np.lexsort((mine, -problem.option_value[mine]))[0]]
         held[i, slots] = True
+        chosen[i] = _most_valuable_serving(problem, i, held[i], mine)
     used = held.astype(np.int64).T @ problem.gpus
     if (np.any(chosen[problem.admitted] < 0) or np.any(used > problem.capacity)
             or not serves(problem, chosen, held)):
@@ -835,6 +835,21 @@ def _reserved_plan(problem: LeaseProblem, plan: ChronusPlan, planned: np.ndarray
     return replace(plan, status=Status.FEASIBLE, objective=plan_objective(problem, chosen, leases),
                    leases=leases, chosen=chosen, unplaced=(),
                    details={**plan.details, "incumbent_from": "reservations"})
+
+
+def _most_valuable_serving(problem: LeaseProblem, job: int, held: np.ndarray,
+                           options: np.ndarray) -> int:
+    """Of the job's `options`, the most valuable whose horizon gives the job its work on the
+    slots `held` (a tail slot gives only its tail); the most valuable when none does (then
+    `serves` rejects the plan). A reservation made within a later, less valuable option may
+    end in the earlier option's tail slot, where that option gives too little."""
+    ranked = options[np.lexsort((options, -problem.option_value[options]))]
+    if not problem.per_run:
+        return int(ranked[0])
+    progress = problem.progress(np.repeat(held[None], ranked.size, axis=0),
+                                np.full(ranked.size, job), ranked)
+    serving = ranked[progress >= problem.work[job] - WORK_TOLERANCE]
+    return int(serving[0] if serving.size else ranked[0])
 
 
 def _rescue(problem: LeaseProblem, plan: ChronusPlan) -> ChronusPlan:

@@ -64,6 +64,7 @@ from schedopt.policies.chronus.lease_milp import (
     WORK_TOLERANCE,
     ChronusPlan,
     LeaseProblem,
+    gets_its_work,
     plan_objective,
     serves,
     solve_lease_problem,
@@ -844,11 +845,8 @@ def _most_valuable_serving(problem: LeaseProblem, job: int, held: np.ndarray,
     `serves` rejects the plan). A reservation made within a later, less valuable option may
     end in the earlier option's tail slot, where that option gives too little."""
     ranked = options[np.lexsort((options, -problem.option_value[options]))]
-    if not problem.per_run:
-        return int(ranked[0])
-    progress = problem.progress(np.repeat(held[None], ranked.size, axis=0),
-                                np.full(ranked.size, job), ranked)
-    serving = ranked[progress >= problem.work[job] - WORK_TOLERANCE]
+    serving = ranked[gets_its_work(problem, np.repeat(held[None], ranked.size, axis=0),
+                                   np.full(ranked.size, job), ranked)]
     return int(serving[0] if serving.size else ranked[0])
 
 

@@ -382,10 +382,16 @@ def serves(problem: LeaseProblem, chosen: np.ndarray, held: np.ndarray) -> bool:
     """Every scheduled job of the plan gets its need (per run: the work itself, checked on the
     integral plan, whatever tolerance the solver met its rows to)."""
     on = np.flatnonzero(chosen >= 0)
-    if not problem.per_run or on.size == 0:
-        return True
-    return bool(np.all(problem.progress(held[on], on, chosen[on])
-                       >= problem.work[on] - WORK_TOLERANCE))
+    return bool(np.all(gets_its_work(problem, held[on], on, chosen[on])))
+
+
+def gets_its_work(problem: LeaseProblem, held: np.ndarray, jobs: np.ndarray,
+                  chosen: np.ndarray) -> np.ndarray:
+    """(m,) bool: the plan rows held (m, H) give jobs `jobs` under options `chosen` their work
+    (per run; without the per-run count every row does: its rows need whole leases only)."""
+    if not problem.per_run:
+        return np.ones(len(jobs), dtype=bool)
+    return problem.progress(held, jobs, chosen) >= problem.work[jobs] - WORK_TOLERANCE
 
 
 def _read_plan(problem: LeaseProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

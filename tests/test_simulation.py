@@ -3,11 +3,13 @@ Gavel-compatible mode reproduces Gavel's own simulator on its physical-cluster t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from schedopt.errors import InstanceError, SchedoptError
 from schedopt.instance import load_instance, parse_instance
 from schedopt.simulation import SimulationConfig, simulate
 
@@ -91,3 +93,58 @@ def test_gavel_mode_matches_gavels_own_simulator_within_ten_percent(trace, polic
     summary = simulate(instance, policy, SimulationConfig.gavel_compatible(seed=0)).summary
     assert summary["average_jct_s"] == pytest.approx(jct, rel=0.10)
     assert summary["makespan_s"] == pytest.approx(makespan, rel=0.10)
+
+
+def queue_on_one_gpu(rounds_each: int, jobs: int = 3, source: str | None = None):
+    """`jobs` jobs that each need exactly `rounds_each` rounds of 360 s alone on one GPU."""
+    doc = {"format": "schedopt-instance/1",
+           "cluster": {"gpu_types": {"g": {"count": 1, "gpus_per_node": 1}}},
+           "jobs": [{"id": f"j{n}", "type": "m", "total_steps": 2.0 * 360 * rounds_each}
+                    for n in range(jobs)],
+           "performance": {"throughput": {"m": {"g": 2.0}}}}
+    return parse_instance(doc, source=source or "<memory>")
+
+
+@pytest.mark.parametrize("make", [SimulationConfig, SimulationConfig.gavel_compatible],
+                         ids=["default", "gavel"])
+def test_max_rounds_bounds_the_run(make):
+    trace = queue_on_one_gpu(3)
+    full = simulate(trace, "max_min_fairness", make())
+    used = len(full.rounds)
+    assert used >= 9  # 9 rounds of work on the one GPU
+    assert len(simulate(trace, "max_min_fairness", make(max_rounds=used)).rounds) == used
+    with pytest.raises(SchedoptError, match=f"passed max_rounds={used - 1} rounds of 360 s"):
+        simulate(trace, "max_min_fairness", make(max_rounds=used - 1))
+
+
+@pytest.mark.parametrize("make", [SimulationConfig, SimulationConfig.gavel_compatible],
+                         ids=["default", "gavel"])
+def test_a_job_that_alone_needs_more_rounds_fails_before_the_first(make):
+    trace = queue_on_one_gpu(5, jobs=2, source="queue.json")
+    with pytest.raises(InstanceError) as caught:
+        simulate(trace, "max_min_fairness", make(max_rounds=4))
+    assert str(caught.value).startswith("queue.json: jobs[0].total_steps: job j0: 3600 steps at "
+                                        "its fastest 2 steps/s need at least 5 rounds of 360 s")
+    assert len(simulate(trace, "max_min_fairness", make(max_rounds=10)).rounds) == 10
+
+
+def test_a_job_of_1e20_steps_is_one_line_not_a_hang(tmp_path):
+    """Stepping 1e20 steps round by round would take ~1e16 rounds; the command says so at once."""
+    from click.testing import CliRunner
+
+    from schedopt.cli.main import main
+
+    doc = {"format": "schedopt-instance/1",
+           "cluster": {"gpu_types": {"v100": {"count": 4, "gpus_per_node": 4}}},
+           "jobs": [{"id": "a", "type": "m", "total_steps": 99999999999999999999},
+                    {"id": "b", "type": "m", "total_steps": 500}],
+           "performance": {"throughput": {"m": {"v100": 30.0}}}}
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(doc))
+    for mode in ("default", "gavel"):
+        result = CliRunner().invoke(main, ["simulate", str(path), "--mode", mode])
+        assert result.exit_code == 2, result.output
+        assert result.output.strip().splitlines() == [
+            f"error: {path}: jobs[0].total_steps: job a: 1e+20 steps at its fastest 30 steps/s "
+            f"need at least 9.26e+15 rounds of 360 s, more than max_rounds=1000000 "
+            f"(--max-rounds); expected fewer steps or longer rounds"]

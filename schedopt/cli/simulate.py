@@ -93,6 +93,10 @@ def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
                    "docs/gavel-simulator.md).")
 @click.option("--round-seconds", type=click.FloatRange(min=1), default=360.0, show_default=True,
               help="Round length in seconds (allocation policies).")
+@click.option("--max-rounds", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Allocation policies: stop with an error after this many rounds (checked "
+                   "before the first round against each job's total_steps at its fastest "
+                   "throughput).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of gavel mode's GPU-type shuffle for agnostic policies and of --perf-error.")
 @click.option("--solver", "-s", default=None, help="Solver backend (default: the policy's own).")
@@ -137,7 +141,7 @@ def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
 @click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Continue the run saved in this checkpoint (same trace and options); it "
                    "goes on writing checkpoints there unless --checkpoint names another file.")
-def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limit, as_json,
+def simulate_command(trace, policy, mode, round_seconds, max_rounds, seed, solver, time_limit, as_json,
                      jobs_csv, progress, partitions, executor, perf_error, learn_throughputs,
                      hide_pairs, learning_plot, options, checkpoint, checkpoint_every,
                      checkpoint_seconds, resume):
@@ -152,8 +156,8 @@ def simulate_command(trace, policy, mode, round_seconds, seed, solver, time_limi
     plan = checkpoint_plan(checkpoint, checkpoint_every, checkpoint_seconds, resume, [trace])
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
-    config = make(round_seconds=round_seconds, seed=seed, solver=solver, time_limit=time_limit,
-                  partitions=partitions, executor=executor, perf_error=perf_error,
+    config = make(round_seconds=round_seconds, max_rounds=max_rounds, seed=seed, solver=solver,
+                  time_limit=time_limit, partitions=partitions, executor=executor, perf_error=perf_error,
                   learn_throughputs=learn_throughputs, hide_pairs=hide_pairs,
                   policy_options=policy_options(options))
     show_bar = sys.stderr.isatty() if progress is None else progress

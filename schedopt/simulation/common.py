@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from schedopt.errors import SchedoptError
+from schedopt.errors import InstanceError, Problem, SchedoptError
 from schedopt.policies.gavel import lp as gavel
 from schedopt.core.decisions import DecisionKind
 from schedopt.core.problem import ThroughputProblem
@@ -44,7 +44,9 @@ class SimulationConfig:
     mode, round_seconds, min_resolve_interval, work_conserving, use_unconsolidated, partitions,
     executor and perf_error apply to allocation policies (decision ALLOCATION); lease and queue
     policies advance by their own events (lease length and pool are the policy's options).
-    max_leases: a lease run longer than this many leases is an error."""
+    max_leases: a lease run longer than this many leases is an error. max_rounds: an
+    allocation run longer than this many rounds is an error, raised before the first round
+    when some job alone needs more (its total_steps at its fastest throughput)."""
 
     mode: str = "default"
     round_seconds: float = 360.0
@@ -59,6 +61,7 @@ class SimulationConfig:
     executor: str = "serial"
     perf_error: float = 0.0
     max_leases: int = 1_000_000
+    max_rounds: int = 1_000_000
     learn_throughputs: bool = False
     hide_pairs: float = 1.0
 
@@ -68,6 +71,8 @@ class SimulationConfig:
         if not 0.0 <= self.hide_pairs <= 1.0:
             raise SchedoptError(f"hide_pairs is a share of the pair measurements in [0, 1], "
                                 f"got {self.hide_pairs}")
+        if self.max_rounds < 1:
+            raise SchedoptError(f"max_rounds must be >= 1, got {self.max_rounds}")
         if not 0.0 <= self.perf_error < 1.0:
             raise SchedoptError(f"perf_error is a mean relative error in [0, 1), "
                                 f"got {self.perf_error}")
@@ -199,6 +204,37 @@ class TraceArrays:
             "jct_s": jct, "isolated_time_s": isolated_time, "rho": jct / isolated_time,
             "deadline_s": self.deadline, "missed_deadline": missed,
         }).set_index("job")
+
+
+def check_round_budget(trace: Instance, data: TraceArrays, config: SimulationConfig,
+                       packed) -> None:
+    """One line (InstanceError), before the first round, when some job alone needs more than
+    `config.max_rounds` rounds: its total_steps at the fastest rate any table gives it
+    (isolated, unconsolidated and, for packed policies, paired) over whole rounds."""
+    fastest = np.maximum(data.T, data.U).max(axis=1, initial=0.0)
+    if packed is not None and data.pairs.labels:
+        by_label = np.nan_to_num(data.pairs.rate, nan=0.0).max(axis=(0, 2))
+        typed = data.pairs.job_type >= 0
+        fastest[typed] = np.maximum(fastest[typed], by_label[data.pairs.job_type[typed]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        needed = np.where(fastest > 0, data.total / (fastest * config.round_seconds), 0.0)
+    over = np.flatnonzero(needed > config.max_rounds)
+    if over.size:
+        n = int(over[np.argmax(needed[over])])
+        raise InstanceError([Problem(
+            trace.source or "trace", f"jobs[{n}].total_steps",
+            f"job {data.ids[n]}: {data.total[n]:.6g} steps at its fastest {fastest[n]:.6g} "
+            f"steps/s need at least {needed[n]:.3g} rounds of {config.round_seconds:g} s, "
+            f"more than max_rounds={config.max_rounds} (--max-rounds); expected fewer steps "
+            f"or longer rounds")])
+
+
+def check_rounds_run(rounds: list, config: SimulationConfig, now: float, jobs_left: bool) -> None:
+    """One line when an allocation run has used up `config.max_rounds` rounds with jobs left."""
+    if jobs_left and len(rounds) >= config.max_rounds:
+        raise SchedoptError(f"the run passed max_rounds={config.max_rounds} rounds of "
+                            f"{config.round_seconds:g} s (simulated time {now:.6g} s) with "
+                            f"jobs left; lengthen the rounds or raise max_rounds (--max-rounds)")
 
 
 def solve_policy(data: TraceArrays, active: np.ndarray, capacity: np.ndarray, now: float,

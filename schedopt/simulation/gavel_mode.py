@@ -16,9 +16,9 @@ from schedopt.mechanism.rounds import NEVER_RUN_BOOST, Pairs
 from schedopt.simulation.checkpoint import (checkpointing, copy_memory, prefix, restore,
                                             saved_shape, set_random_state)
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays,
-                                        check_packed, decide, finish, isolated_throughput,
-                                        learner_for,
-                                        no_pairs, policy_of, progress_bar)
+                                        check_packed, check_round_budget, check_rounds_run, decide,
+                                        finish, isolated_throughput, learner_for, no_pairs,
+                                        policy_of, progress_bar)
 
 if TYPE_CHECKING:
     from schedopt.core.policy import Policy
@@ -69,6 +69,7 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
     name = policy_of(policy).name
     data = TraceArrays(trace, config.perf_error, config.seed)
     packed = check_packed(data, policy, config)
+    check_round_budget(trace, data, config, packed)
     learner = learner_for(trace, data, config, packed, policy, checkpoints)
     N, J = data.T.shape
     capacity = np.array([trace.cluster.gpu_types[t].count for t in data.types], dtype=float)
@@ -154,6 +155,7 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
                 bar.simulated_time(now)
                 gpus_held = data.scale[running].sum() - data.scale[running[~alone]].sum() / 2
                 rounds.append((start, now - start, int(running.size), int(gpus_held)))
+                check_rounds_run(rounds, config, now, bool(np.isnan(completion).any()))
             elif (~arrived).any():
                 now = max(now, float(data.arrival[~arrived].min()))
             if not (~arrived).any() and running.size == 0:

@@ -26,9 +26,9 @@ from schedopt.instance.model import Instance
 from schedopt.mechanism.rounds import Pairs, place_round
 from schedopt.simulation.checkpoint import checkpointing, copy_memory, prefix, restore
 from schedopt.simulation.common import (SimulationConfig, SimulationResult, TraceArrays,
-                                        check_packed, decide, finish, isolated_throughput,
-                                        learner_for,
-                                        no_pairs, progress_bar)
+                                        check_packed, check_round_budget, check_rounds_run, decide,
+                                        finish, isolated_throughput, learner_for, no_pairs,
+                                        progress_bar)
 from schedopt.mechanism.topology import Topology
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
     and writes its state at the start of rounds (and when it is interrupted)."""
     data = TraceArrays(trace, config.perf_error, config.seed)
     packed = check_packed(data, policy, config)
+    check_round_budget(trace, data, config, packed)
     learner = learner_for(trace, data, config, packed, policy, checkpoints)
     topology = Topology.from_cluster(trace.cluster)
     N, J = data.T.shape
@@ -205,6 +206,7 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
             elapsed += length
             gpus_held = data.scale[jobs].sum() - (data.scale[a].sum() if shared.size else 0)
             rounds.append((t, length, int(jobs.size), int(gpus_held)))
+            check_rounds_run(rounds, config, t + length, unfinished > 0)
             gpus = list(placement.gpus.values())
             previous = dict(zip(active_before[placed].tolist(),
                                 (gpus[i] for i in np.flatnonzero(alone).tolist())))

@@ -230,3 +230,18 @@ def test_the_undamaged_inputs_succeed(tmp_path, model_text):
     ]
     for args in commands:
         assert run_cli(args, None) == 0, args
+
+
+def test_a_philly_duration_whose_steps_overflow_is_one_line(tmp_path):
+    """Found by the fuzz campaign: 1e308 s times 30 steps/s is not a number of steps."""
+    csv = tmp_path / "philly.csv"
+    csv.write_text(PHILLY.replace("2951.0,1,", "1e308,1,"))
+    table = tmp_path / "throughputs.json"
+    table.write_text(json.dumps(GAVEL_THROUGHPUTS))
+    out = tmp_path / "trace.json"
+    result = CliRunner().invoke(main, ["import", "philly", str(csv), "--throughputs", str(table),
+                                       "--output", str(out)])
+    assert result.exit_code == 2 and not out.exists()
+    assert result.output.strip() == (
+        f"error: {csv}:3: duration: expected seconds whose steps at 30 steps/s "
+        f"(ResNet-18 (batch size 64) on v100) are finite, got 1e+308")

@@ -103,7 +103,13 @@ def read_philly(csv_path: str | os.PathLike, performance: dict, cluster: dict, s
     for i, (row, s) in enumerate(kept):
         kind = candidates[s][int(rng.integers(len(candidates[s])))]
         speed = performance["throughput"][kind][reference]
-        steps = max(1, round(float(df["duration"].iloc[row]) * speed))
+        work = float(df["duration"].iloc[row]) * speed
+        if not np.isfinite(work):
+            raise InstanceError([Problem(
+                f"{source}:{row + 2}", "duration",
+                f"expected seconds whose steps at {speed:g} steps/s ({kind} on {reference}) are "
+                f"finite, got {df['duration'].iloc[row]:g}")])
+        steps = max(1, round(work))
         jobs.append({"id": job_id(i, len(kept)), "type": kind, "scale_factor": s, "weight": 1.0,
                      "arrival_time": float(seconds[row] - start), "total_steps": steps})
         where.append(f"{source}:{row + 2}")

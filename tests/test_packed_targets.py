@@ -305,6 +305,7 @@ def test_simulating_a_packed_policy_says_what_it_needs_in_one_line():
         assert result.exit_code == 2
         message = result.output.strip()
         assert "\n" not in message and policy in message and "co-location table" in message
+        assert message.startswith(f"error: {tiny}: performance.colocated: policy {policy} ")
         assert "cpu_time" not in message and "CPU machines" not in message
 
 

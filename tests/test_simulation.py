@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from schedopt.errors import InstanceError, SchedoptError
+from schedopt.errors import SchedoptError
 from schedopt.instance import load_instance, parse_instance
 from schedopt.simulation import SimulationConfig, simulate
 
@@ -121,7 +121,7 @@ def test_max_rounds_bounds_the_run(make):
                          ids=["default", "gavel"])
 def test_a_job_that_alone_needs_more_rounds_fails_before_the_first(make):
     trace = queue_on_one_gpu(5, jobs=2, source="queue.json")
-    with pytest.raises(InstanceError) as caught:
+    with pytest.raises(SchedoptError) as caught:
         simulate(trace, "max_min_fairness", make(max_rounds=4))
     assert str(caught.value).startswith("queue.json: jobs[0].total_steps: job j0: 3600 steps at "
                                         "its fastest 2 steps/s need at least 5 rounds of 360 s")

@@ -4,6 +4,7 @@ parts, the configurations kept, the arrays read from an instance and placement c
 from __future__ import annotations
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -127,3 +128,26 @@ def test_placement_violations_name_the_machine_and_resource():
     assert problems == ["machine b: cpus over capacity by 2",
                         "machine b: bandwidth_gbps over capacity by 15"]
     assert "needs at least 1 of each" in Placement(np.array([[1, 0]]), np.array([[0, 0]])).violations(problem)[0]
+
+
+def test_the_command_names_the_file_and_field_a_policy_needs(tmp_path):
+    from click.testing import CliRunner
+
+    from schedopt.cli.main import main
+
+    doc = copy.deepcopy(DOC)
+    doc["jobs"].append({"id": "plain", "throughput": {"g": 1.0}})
+    path = tmp_path / "ps.json"
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(main, ["solve", str(path), "-p", "smd"])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"error: {path}: jobs[{len(doc['jobs']) - 1}].parameter_server: parameter-server "
+        f"policies need `parameter_server` on every job; 1 job(s) have none: plain")
+    doc = copy.deepcopy(DOC)
+    del doc["cluster"]["nodes"][1]["bandwidth_gbps"]
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(main, ["solve", str(path), "-p", "smd"])
+    assert result.exit_code == 2
+    assert result.output.strip().startswith(
+        f"error: {path}: cluster.nodes[1].bandwidth_gbps: node 'b' does not state")

@@ -196,6 +196,12 @@ class Instance:
     source: str | None = field(default=None, compare=False)
     users: Mapping[str, float] = field(default_factory=frozen_map)
 
+    def located(self, where: str, message: str) -> str:
+        """`message` prefixed by the file it came from (when read from one) and `where` in it
+        (a field path, e.g. 'jobs[3].parameter_server'), for one-line errors."""
+        file = self.source if self.source and not self.source.startswith("<") else None
+        return f"{file}: {where}: {message}" if file else f"{where}: {message}"
+
     @property
     def job_ids(self) -> tuple[str, ...]:
         ids = getattr(self.jobs, "ids", None)  # a JobTable's, without building Jobs

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from schedopt.errors import InstanceError, Problem, SchedoptError
+from schedopt.errors import SchedoptError
 from schedopt.policies.gavel import lp as gavel
 from schedopt.core.decisions import DecisionKind
 from schedopt.core.problem import ThroughputProblem
@@ -166,6 +166,7 @@ class TraceArrays:
         gpu = trace.cluster.gpu_types
         self.cost = np.array([gpu[t].cost_per_hour or 0.0 for t in self.types])
         self.colocated = trace.performance.colocated
+        self.located = trace.located
         self._pairs = None
         self.seen_pairs = None  # the pair table packed policies are given (None: the true one)
 
@@ -208,7 +209,7 @@ class TraceArrays:
 
 def check_round_budget(trace: Instance, data: TraceArrays, config: SimulationConfig,
                        packed) -> None:
-    """One line (InstanceError), before the first round, when some job alone needs more than
+    """One line, before the first round, when some job alone needs more than
     `config.max_rounds` rounds: its total_steps at the fastest rate any table gives it
     (isolated, unconsolidated and, for packed policies, paired) over whole rounds."""
     fastest = np.maximum(data.T, data.U).max(axis=1, initial=0.0)
@@ -221,12 +222,11 @@ def check_round_budget(trace: Instance, data: TraceArrays, config: SimulationCon
     over = np.flatnonzero(needed > config.max_rounds)
     if over.size:
         n = int(over[np.argmax(needed[over])])
-        raise InstanceError([Problem(
-            trace.source or "trace", f"jobs[{n}].total_steps",
-            f"job {data.ids[n]}: {data.total[n]:.6g} steps at its fastest {fastest[n]:.6g} "
+        raise SchedoptError(trace.located(
+            f"jobs[{n}].total_steps", f"job {data.ids[n]}: {data.total[n]:.6g} steps at its fastest {fastest[n]:.6g} "
             f"steps/s need at least {needed[n]:.3g} rounds of {config.round_seconds:g} s, "
             f"more than max_rounds={config.max_rounds} (--max-rounds); expected fewer steps "
-            f"or longer rounds")])
+            f"or longer rounds"))
 
 
 def check_rounds_run(rounds: list, config: SimulationConfig, now: float, jobs_left: bool) -> None:
@@ -281,8 +281,9 @@ def check_packed(data: TraceArrays, policy: "str | Policy", config: SimulationCo
     if packed is None:
         return None
     if not data.colocated:
-        raise SchedoptError(f"policy {packed.name} needs a trace with a co-location table "
-                            f"(performance.colocated: steps/s of job types sharing GPUs)")
+        raise SchedoptError(data.located(
+            "performance.colocated", f"policy {packed.name} needs a trace with a co-location "
+            f"table (steps/s of job types sharing GPUs), and the trace has none"))
     if config.partitions is not None:
         raise SchedoptError(f"policy {packed.name}: POP partitions are not simulated with "
                             f"space sharing; run it without partitions")

@@ -53,8 +53,9 @@ class Learner:
     def __init__(self, trace: Instance, hide_pairs: float = 0.5, seed: int = 0,
                  alpha: float = GAVEL_EMA_ALPHA, unknown_share: float = UNKNOWN_SHARE):
         if not trace.performance.colocated:
-            raise SchedoptError("learning throughputs needs a trace with a co-location table "
-                                "(performance.colocated), the truth the jobs run at")
+            raise SchedoptError(trace.located(
+                "performance.colocated", "learning throughputs needs a trace with a "
+                "co-location table, the truth the jobs run at"))
         if not 0.0 <= hide_pairs <= 1.0:
             raise SchedoptError(f"hide_pairs is a share of the pair measurements in [0, 1], "
                                 f"got {hide_pairs}")

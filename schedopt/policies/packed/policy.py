@@ -68,9 +68,9 @@ class PackedPolicy(Policy):
                               f"(performance.colocated) and the jobs' type labels, and was given "
                               f"throughput arrays alone")
         if not problem.instance.performance.colocated:
-            raise PolicyError(f"policy {self.name} needs a co-location table "
-                              f"(performance.colocated: steps/s of pairs of job types sharing a "
-                              f"GPU type), and the instance has none")
+            raise PolicyError(problem.instance.located(
+                "performance.colocated", f"policy {self.name} needs a co-location table "
+                f"(steps/s of pairs of job types sharing a GPU type), and the instance has none"))
 
     def solve(self, problem: ThroughputProblem, options: PackedOptions, solver) -> Outcome:
         self.check_instance(problem)

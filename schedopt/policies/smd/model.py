@@ -108,10 +108,12 @@ class SmdProblem:
         """Every job must have `parameter_server`; machines are `cluster.nodes` (GPUs from
         `gpus`, the rest from `cpus`, `memory_gb`, `bandwidth_gbps`). A resource some task asks
         for must be stated on every node (PolicyError otherwise)."""
-        missing = [job.id for job in instance.jobs if job.parameter_server is None]
+        missing = [n for n, job in enumerate(instance.jobs) if job.parameter_server is None]
         if missing:
-            raise PolicyError(f"parameter-server policies need `parameter_server` on every job; "
-                              f"{len(missing)} job(s) have none: {', '.join(missing[:5])}")
+            ids = ", ".join(instance.jobs[n].id for n in missing[:5])
+            raise PolicyError(instance.located(
+                f"jobs[{missing[0]}].parameter_server", f"parameter-server policies need "
+                f"`parameter_server` on every job; {len(missing)} job(s) have none: {ids}"))
         specs = [job.parameter_server for job in instance.jobs]
         demand = {role: np.array([[getattr(getattr(s, role), r) for r in RESOURCES] for s in specs],
                                  dtype=float).reshape(len(specs), len(RESOURCES))
@@ -125,8 +127,9 @@ class SmdProblem:
                 if value is not None:
                     capacity[h, r] = value
                 elif asked[r]:
-                    raise PolicyError(f"node {node.id!r} does not state `{name}`, which parameter-"
-                                      f"server tasks ask for; give every node `{name}`")
+                    raise PolicyError(instance.located(
+                        f"cluster.nodes[{h}].{name}", f"node {node.id!r} does not state "
+                        f"`{name}`, which parameter-server tasks ask for; give every node `{name}`"))
         column = lambda f, dtype=float: np.array([f(s) for s in specs], dtype=dtype)  # noqa: E731
         return cls(
             job_ids=instance.job_ids, machine_ids=tuple(n.id for n in nodes), capacity=capacity,

@@ -213,3 +213,19 @@ def test_export_mps_of_chronus_writes_the_lease_milp_of_the_boundary(tmp_path):
     # The policy's objective is the lease MILP's optimum (status optimal: proven).
     assert doc["status"] == "optimal"
     assert h.getInfo().objective_function_value == pytest.approx(doc["objective"], abs=1e-6)
+
+
+@pytest.mark.parametrize("instance, policy, field", [
+    ("chronus-leases.json", "min_cost", "cluster.gpu_types.v100.cost_per_hour"),
+    ("chronus-leases.json", "allox", "jobs[0].scale_factor"),
+    ("tiny.json", "max_min_fairness_packed", "performance.colocated"),
+    ("tiny.json", "smd", "jobs[0].parameter_server"),
+])
+def test_what_a_policy_needs_of_the_file_is_one_line_naming_file_and_field(instance, policy,
+                                                                           field, tmp_path):
+    path = ROOT / "instances" / instance
+    out = tmp_path / "result.json"
+    result = CliRunner().invoke(main, ["solve", str(path), "-p", policy, "--output", str(out)])
+    assert result.exit_code == 2 and not out.exists()
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: {field}: "), lines

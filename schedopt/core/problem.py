@@ -71,20 +71,31 @@ class ThroughputProblem:
         """(M,) steps/s under the equal share X^eq[m,j] = c_j / sum(c) (Gavel's normalizer)."""
         return self.throughput @ (self.capacity / self.capacity.sum())
 
+    def located(self, where: str, message: str) -> str:
+        """`message` prefixed by the instance's file and `where` in it (a field path), when the
+        arrays come from an instance read from a file (not a POP part: its job indices are
+        the part's); else `message` alone."""
+        if self.instance is None or not self.instance.source:
+            return message
+        return self.instance.located(where, message)
+
     def require_runnable(self) -> None:
         """PolicyError naming the jobs that can run on no GPU type."""
         stuck = ~self.runnable.any(axis=1)
         if stuck.any():
             names = ", ".join(np.asarray(self.job_ids, dtype=object)[stuck][:5])
-            raise PolicyError(f"job(s) {names} cannot run on any GPU type (zero throughput "
-                              f"everywhere or scale factor larger than every type's count)")
+            raise PolicyError(self.located(
+                f"jobs[{int(np.argmax(stuck))}]", f"job(s) {names} cannot run on any GPU type "
+                f"(zero throughput everywhere or scale factor larger than every type's count)"))
 
     def require_remaining_steps(self, policy: str) -> None:
         """PolicyError naming the jobs whose remaining work is unknown."""
         unknown = np.isnan(self.remaining_steps)
         if unknown.any():
             names = ", ".join(np.asarray(self.job_ids, dtype=object)[unknown][:5])
-            raise PolicyError(f"policy {policy} needs total_steps for every job; missing for {names}")
+            raise PolicyError(self.located(
+                f"jobs[{int(np.argmax(unknown))}].total_steps",
+                f"policy {policy} needs total_steps for every job; missing for {names}"))
 
     @classmethod
     def from_instance(cls, instance: Instance) -> "ThroughputProblem":

@@ -294,7 +294,8 @@ def part_problem(problem: ThroughputProblem, rows: np.ndarray, share: float,
     size = problem.capacity if problem.type_size is None else problem.type_size
     instance = problem.instance if keep_instance else None
     if instance is not None and len(instance.jobs) == problem.num_jobs:
-        instance = dataclasses.replace(instance, jobs=tuple(instance.jobs[i] for i in rows))
+        instance = dataclasses.replace(instance, jobs=tuple(instance.jobs[i] for i in rows),
+                                       source=None)  # errors name no file: indices are the part's
     return dataclasses.replace(problem, job_ids=tuple(ids[rows]), capacity=problem.capacity * share,
                                type_size=size, instance=instance, **per_job)
 

@@ -297,8 +297,9 @@ def allox_processing_times(instance: Instance) -> tuple[np.ndarray, tuple[str, .
     ids = np.asarray(problem.job_ids, dtype=object)
     wide = problem.scale_factor > 1
     if wide.any():
-        raise PolicyError(f"AlloX runs every job on one GPU or one CPU machine; job(s) "
-                          f"{', '.join(ids[wide][:5])} have scale_factor > 1")
+        raise PolicyError(problem.located(
+            f"jobs[{int(np.argmax(wide))}].scale_factor", f"AlloX runs every job on one GPU "
+            f"or one CPU machine; job(s) {', '.join(ids[wide][:5])} have scale_factor > 1"))
     problem.require_remaining_steps("allox")
     topology = Topology.from_cluster(instance.cluster)
     gpu_throughput = problem.throughput[:, topology.gpu_type]

@@ -382,8 +382,9 @@ def min_cost(problem: ThroughputProblem, solver: Solver | str | None = None,
     cost = problem.cost_per_hour
     if np.any(~np.isfinite(cost) | (cost <= 0)):
         missing = [t for t, c in zip(problem.gpu_types, cost) if not np.isfinite(c) or c <= 0]
-        raise PolicyError(f"policy min_cost needs cost_per_hour > 0 for every GPU type; "
-                          f"missing or zero for {', '.join(missing)}")
+        raise PolicyError(problem.located(
+            f"cluster.gpu_types.{missing[0]}.cost_per_hour", f"policy min_cost needs "
+            f"cost_per_hour > 0 for every GPU type; missing or zero for {', '.join(missing)}"))
     weights = problem.throughput / cost[None, :]
     method, solver = choose_method(method, solver)
     decompose = method == DECOMPOSITION

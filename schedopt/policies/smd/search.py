@@ -1,7 +1,9 @@
 """Ruin and recreate for SMD's placement (docs/smd.md, "Beyond the paper"): numpy only.
 
-Each step takes the incumbent, *ruins* part of it — every task on a few machines, or every task
-beyond one worker and one PS of a few jobs — puts back one worker and one PS of every job that
+Each step takes the incumbent, *ruins* part of it — every task on a few machines, every task
+beyond one worker and one PS of a few jobs, or the few tasks whose loss costs their jobs least
+per priced size (a PS that barely shortens its job holds NIC, cores and memory that another
+job's extra worker could use) — puts back one worker and one PS of every job that
 lost all of one kind (moving another task if that is what makes room), and *recreates* with the
 knapsack step (`knapsack_step`, configurations upgraded by gain per priced resource, with
 relocation), its priced sizes randomly perturbed so that steps differ. The result replaces the
@@ -21,11 +23,40 @@ from schedopt.policies.smd.packing import Packing
 NOISE = 0.3  # priced sizes times U(1 - NOISE, 1 + NOISE) in a recreate
 RELOCATE_UPGRADES = True  # whether a recreate's upgrades may move other tasks
 PATIENCE = 15  # steps without an improvement after which the search stops
+TRIM_SHARE = 1 / 3  # the share of ruins that trim the tasks least worth their room
 
 
-def _ruined(problem: SmdProblem, pack: Packing, rng: np.random.Generator) -> Packing | None:
-    """A copy of `pack` with part of it taken off and every job back at >= 1 worker and PS
-    (None when that cannot be placed)."""
+def _trimmed(problem: SmdProblem, pack: Packing, sizes: tuple[np.ndarray, np.ndarray],
+             rng: np.random.Generator) -> Packing | None:
+    """A copy of `pack` without the 2-8 tasks whose loss is least worth their room: for each
+    job, the rise of its completion time (s) when it gives up one worker, or one PS, divided by
+    that task's priced size, times U(0.5, 1.5); jobs keep >= 1 worker and PS (None when no job
+    has a task to spare)."""
+    n = problem.num_jobs
+    w, p = pack.w, pack.p
+    T = problem.completion_time(w, p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.concatenate([
+            np.where(w > 1, problem.completion_time(np.maximum(w - 1, 1), p) - T, np.inf) / sizes[0],
+            np.where(p > 1, problem.completion_time(w, np.maximum(p - 1, 1)) - T, np.inf) / sizes[1]])
+    loss = loss * rng.uniform(0.5, 1.5, 2 * n)
+    pick = np.argsort(loss, kind="stable")[:int(rng.integers(2, 9))]
+    pick = pick[np.isfinite(loss[pick])]
+    if pick.size == 0:
+        return None
+    out = pack.copy()
+    for j in pick.tolist():
+        out.remove(j % n, int(j < n), int(j >= n))
+    out.relocate = True
+    return out
+
+
+def _ruined(problem: SmdProblem, pack: Packing, sizes: tuple[np.ndarray, np.ndarray],
+            rng: np.random.Generator) -> Packing | None:
+    """A copy of `pack` with part of it taken off (a third of the time `_trimmed`) and every job
+    back at >= 1 worker and PS (None when that cannot be placed)."""
+    if rng.random() < TRIM_SHARE:
+        return _trimmed(problem, pack, sizes, rng)
     n, H = pack.workers.shape
     workers, ps = pack.workers.copy(), pack.ps.copy()
     if rng.random() < 0.5:
@@ -66,7 +97,7 @@ def ruin_and_recreate(problem: SmdProblem, cfg: Configurations, pack: Packing,
     while done < steps and done - last < PATIENCE and value > target * (1 + 1e-9) \
             and time.process_time() - cpu < time_limit:
         done += 1
-        trial = _ruined(problem, best, rng)
+        trial = _ruined(problem, best, sizes, rng)
         noise = rng.uniform(1 - NOISE, 1 + NOISE, size=(2, problem.num_jobs))
         if trial is None:
             continue

@@ -141,10 +141,10 @@ def checkpoint_plan(path: Path | None, every: int | None, seconds: float | None,
 @click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Continue the run saved in this checkpoint (same trace and options); it "
                    "goes on writing checkpoints there unless --checkpoint names another file.")
-def simulate_command(trace, policy, mode, round_seconds, max_rounds, seed, solver, time_limit, as_json,
-                     jobs_csv, progress, partitions, executor, perf_error, learn_throughputs,
-                     hide_pairs, learning_plot, options, checkpoint, checkpoint_every,
-                     checkpoint_seconds, resume):
+def simulate_command(trace, policy, mode, round_seconds, max_rounds, seed, solver, time_limit,
+                     as_json, jobs_csv, progress, partitions, executor, perf_error,
+                     learn_throughputs, hide_pairs, learning_plot, options, checkpoint,
+                     checkpoint_every, checkpoint_seconds, resume):
     """Replay TRACE (an instance whose jobs have arrival times and total_steps) under a policy
     of any kind and report its run metrics: for allocation policies JCT, makespan, finish-time
     fairness, deadline misses, utilization and cost; for lease policies SLO misses and
@@ -157,8 +157,8 @@ def simulate_command(trace, policy, mode, round_seconds, max_rounds, seed, solve
     instance = load_instance(trace)
     make = SimulationConfig.gavel_compatible if mode == "gavel" else SimulationConfig
     config = make(round_seconds=round_seconds, max_rounds=max_rounds, seed=seed, solver=solver,
-                  time_limit=time_limit, partitions=partitions, executor=executor, perf_error=perf_error,
-                  learn_throughputs=learn_throughputs, hide_pairs=hide_pairs,
+                  time_limit=time_limit, partitions=partitions, executor=executor,
+                  perf_error=perf_error, learn_throughputs=learn_throughputs, hide_pairs=hide_pairs,
                   policy_options=policy_options(options))
     show_bar = sys.stderr.isatty() if progress is None else progress
     result = simulate(instance, policy, config, progress=show_bar, checkpoint=plan,

@@ -223,13 +223,15 @@ def check_round_budget(trace: Instance, data: TraceArrays, config: SimulationCon
     if over.size:
         n = int(over[np.argmax(needed[over])])
         raise SchedoptError(trace.located(
-            f"jobs[{n}].total_steps", f"job {data.ids[n]}: {data.total[n]:.6g} steps at its fastest {fastest[n]:.6g} "
-            f"steps/s need at least {needed[n]:.3g} rounds of {config.round_seconds:g} s, "
-            f"more than max_rounds={config.max_rounds} (--max-rounds); expected fewer steps "
-            f"or longer rounds"))
+            f"jobs[{n}].total_steps",
+            f"job {data.ids[n]}: {data.total[n]:.6g} steps at its fastest {fastest[n]:.6g} "
+            f"steps/s need at least {needed[n]:.3g} rounds of {config.round_seconds:g} s, more "
+            f"than max_rounds={config.max_rounds} (--max-rounds); expected fewer steps or "
+            f"longer rounds"))
 
 
-def check_rounds_run(rounds: list, config: SimulationConfig, now: float, jobs_left: bool) -> None:
+def check_rounds_run(rounds: list, config: SimulationConfig, now: float,
+                     jobs_left: bool) -> None:
     """One line when an allocation run has used up `config.max_rounds` rounds with jobs left."""
     if jobs_left and len(rounds) >= config.max_rounds:
         raise SchedoptError(f"the run passed max_rounds={config.max_rounds} rounds of "

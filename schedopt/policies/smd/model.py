@@ -128,8 +128,9 @@ class SmdProblem:
                     capacity[h, r] = value
                 elif asked[r]:
                     raise PolicyError(instance.located(
-                        f"cluster.nodes[{h}].{name}", f"node {node.id!r} does not state "
-                        f"`{name}`, which parameter-server tasks ask for; give every node `{name}`"))
+                        f"cluster.nodes[{h}].{name}",
+                        f"node {node.id!r} does not state `{name}`, which parameter-server "
+                        f"tasks ask for; give every node `{name}`"))
         column = lambda f, dtype=float: np.array([f(s) for s in specs], dtype=dtype)  # noqa: E731
         return cls(
             job_ids=instance.job_ids, machine_ids=tuple(n.id for n in nodes), capacity=capacity,

@@ -41,6 +41,7 @@ from schedopt.policies.smd.bound import relaxation
 from schedopt.policies.smd.knapsack import REPACK_NODES, exchange_pass, knapsack_step, resource_prices
 from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.neighbourhood import improve
+from schedopt.policies.smd.transfer import transfer
 from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
 from schedopt.policies.smd.repair import place, repair
@@ -259,7 +260,9 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`);
     - `upgrade_tries` CP-SAT placements of one more task for the job it helps most
       (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each), on
-      problems of at most UPGRADE_MAX_JOBS jobs.
+      problems of at most UPGRADE_MAX_JOBS jobs;
+    - task transfers between two jobs on one machine while the sum falls
+      (`schedopt.policies.smd.transfer`, numpy).
     beyond=False is the paper's method alone (none of these; for comparisons).
     `bound` (proven; seconds) is the larger of `lagrangian_bound` and the LP relaxation of
     smd_exact's MILP (`schedopt.policies.smd.bound`, HiGHS; its per-machine rows make it the
@@ -268,8 +271,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
     search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
-    upgrade (tries, placed), gap ((objective - bound) / objective), bounds (lagrangian, relaxation: None when HiGHS
-    gave no duals),
+    upgrade (tries, placed), transfer (dropped, transfers), gap ((objective - bound) /
+    objective), bounds (lagrangian, relaxation: None when HiGHS gave no duals),
     phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
@@ -365,6 +368,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
             and program is not None:
         result, details["upgrade"] = upgrade(problem, cfg, program, result, upgrade_tries,
                                              UPGRADE_WORK, bound)
+    if beyond and problem.num_jobs:
+        result, details["transfer"] = transfer(problem, result)
     details["phase_seconds"] = [split - clock, searched - split, time.perf_counter() - searched]
     details["bounds"] = bounds
     out = solution(problem, result, "smd", clock, bound=bound, details=details)

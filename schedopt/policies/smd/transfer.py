@@ -2,7 +2,9 @@
 
 A transfer takes one task (a worker or a PS) of job i off machine h and puts one task of
 another job j (a worker or a PS) in the room that leaves there, when the sum of completion
-times falls: T_i rises by less than T_j falls. Tasks that shorten nothing are dropped first
+times falls: T_i rises by less than T_j falls. When no transfer helps, an exchange takes two
+tasks off one machine (of one job or of two) for one task of a third job that needs the room
+of both. Tasks that shorten nothing are dropped first
 (a job's (w, p) can end up dominated after the searches before). Every candidate (machine,
 giving job, taking job, the four kinds) is scored at once; the best one is made, and the
 scores are recomputed, until none lowers the sum. The searches before move tasks in groups
@@ -61,14 +63,65 @@ def _best_transfer(problem: SmdProblem, counts: tuple[np.ndarray, np.ndarray],
     return best
 
 
+def _joint_losses(problem: SmdProblem, w: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each job's rise of completion time (s) for two workers less, two PSs less, and one
+    worker and one PS less (inf where that leaves it without a worker or a PS)."""
+    T = problem.completion_time(w, p)
+    ww = np.where(w > 2, problem.completion_time(np.maximum(w - 2, 1), p) - T, np.inf)
+    pp = np.where(p > 2, problem.completion_time(w, np.maximum(p - 2, 1)) - T, np.inf)
+    wp = np.where((w > 1) & (p > 1),
+                  problem.completion_time(np.maximum(w - 1, 1), np.maximum(p - 1, 1)) - T, np.inf)
+    return ww, pp, wp
+
+
+def _best_exchange(problem: SmdProblem, counts: tuple[np.ndarray, np.ndarray],
+                   left: np.ndarray, loss: tuple[np.ndarray, np.ndarray],
+                   joint: tuple[np.ndarray, ...], gain: tuple[np.ndarray, np.ndarray]
+                   ) -> tuple[float, tuple] | None:
+    """The exchange of two tasks on one machine (of one job or two) for one task of a third
+    job that lowers the sum most, as (change in s; (machine, (kind, job) given, (kind, job)
+    given, kind taken, taking job)), or None. For a task too large for the room one task
+    leaves."""
+    demand = (problem.worker_demand, problem.ps_demand)
+    n = problem.num_jobs
+    best = None
+    for h in range(problem.num_machines):
+        kinds = np.concatenate([np.zeros(int((counts[0][:, h] > 0).sum()), dtype=int),
+                                np.ones(int((counts[1][:, h] > 0).sum()), dtype=int)])
+        jobs = np.concatenate([np.flatnonzero(counts[0][:, h]), np.flatnonzero(counts[1][:, h])])
+        held = np.array([counts[k][i, h] for k, i in zip(kinds.tolist(), jobs.tolist())])
+        first, second = np.triu_indices(jobs.size)
+        keep = (first != second) | (held[first] >= 2)  # one slot twice: two of its tasks
+        first, second = first[keep], second[keep]
+        if first.size == 0:
+            continue
+        ka, kb, ia, ib = kinds[first], kinds[second], jobs[first], jobs[second]
+        apart = np.where(ka == 0, loss[0][ia], loss[1][ia]) \
+            + np.where(kb == 0, loss[0][ib], loss[1][ib])
+        together = np.where(ka != kb, joint[2][ia], np.where(ka == 0, joint[0][ia], joint[1][ia]))
+        given = np.where(ia == ib, together, apart)
+        room = (left[h] + demand[0][ia] * (ka == 0)[:, None] + demand[1][ia] * (ka == 1)[:, None]
+                + demand[0][ib] * (kb == 0)[:, None] + demand[1][ib] * (kb == 1)[:, None])
+        others = (np.arange(n)[None, :] != ia[:, None]) & (np.arange(n)[None, :] != ib[:, None])
+        for take in (0, 1):
+            fits = np.all(room[:, None, :] >= demand[take][None, :, :] - 1e-9, axis=2)
+            change = np.where(fits & others, given[:, None] + gain[take][None, :], np.inf)
+            k = int(np.argmin(change))
+            value = float(change.flat[k])
+            if np.isfinite(value) and (best is None or value < best[0]):
+                pair, j = divmod(k, n)
+                best = (value, (h, (int(ka[pair]), int(ia[pair])), (int(kb[pair]), int(ib[pair])),
+                                take, j))
+    return best
+
+
 def transfer(problem: SmdProblem, placement: Placement) -> tuple[Placement, dict]:
     """The local search of the module docstring from `placement` (feasible); returns the
     placement it ends at (feasible, its sum of completion times never higher) and statistics
-    (dropped: tasks that shortened nothing, transfers)."""
+    (dropped: tasks that shortened nothing, transfers, exchanges: two tasks for one)."""
     workers, ps = placement.workers.copy(), placement.ps.copy()
-    demand = (problem.worker_demand, problem.ps_demand)
-    stats = {"dropped": 0, "transfers": 0}
-    while stats["transfers"] < MAX_TRANSFERS:
+    stats = {"dropped": 0, "transfers": 0, "exchanges": 0}
+    while stats["transfers"] + stats["exchanges"] < MAX_TRANSFERS:
         w, p = workers.sum(axis=1), ps.sum(axis=1)
         fewer_w, fewer_p, more_w, more_p = _steps(problem, w, p)
         useless = np.flatnonzero((fewer_w <= 0) | (fewer_p <= 0))
@@ -79,13 +132,22 @@ def transfer(problem: SmdProblem, placement: Placement) -> tuple[Placement, dict
             stats["dropped"] += 1
             continue
         left = problem.capacity - problem.usage(workers, ps)
-        total = float(problem.completion_time(w, p).sum())
-        best = _best_transfer(problem, (workers, ps), left, (fewer_w, fewer_p),
-                              (more_w, more_p))
-        if best is None or best[0] >= -TOLERANCE * total:
+        enough = -TOLERANCE * float(problem.completion_time(w, p).sum())
+        loss, gain = (fewer_w, fewer_p), (more_w, more_p)
+        best = _best_transfer(problem, (workers, ps), left, loss, gain)
+        if best is not None and best[0] < enough:
+            give, i, h, take, j = best[1]
+            (workers, ps)[give][i, h] -= 1
+            (workers, ps)[take][j, h] += 1
+            stats["transfers"] += 1
+            continue
+        best = _best_exchange(problem, (workers, ps), left, loss,
+                              _joint_losses(problem, w, p), gain)
+        if best is None or best[0] >= enough:
             break
-        give, i, h, take, j = best[1]
-        (workers, ps)[give][i, h] -= 1
+        h, (ka, ia), (kb, ib), take, j = best[1]
+        (workers, ps)[ka][ia, h] -= 1
+        (workers, ps)[kb][ib, h] -= 1
         (workers, ps)[take][j, h] += 1
-        stats["transfers"] += 1
+        stats["exchanges"] += 1
     return Placement(workers, ps), stats

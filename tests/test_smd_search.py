@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +69,19 @@ def test_trimming_finds_what_the_other_ruins_miss_on_a_mixed_cluster():
     found = smd(problem, time_limit=1e9)  # no CPU-time cap: the same answer under any load
     assert found.placement.violations(problem) == []
     assert 894_000 < found.objective < 925_000
+
+
+def test_the_searches_stop_within_the_gap_tolerance_of_the_bound():
+    # 200 jobs on 80 loose machines: after phase 2 smd is 4.3e-5 above its LP bound, so with
+    # the default tolerance (1e-4) no search step runs; with none, they do
+    from schedopt.traces.parameter_server import parameter_server_instance
+
+    problem = SmdProblem.from_instance(parameter_server_instance(200, 80, 0, max_ps=4))
+    stopped = smd(problem)
+    assert 0 < stopped.details["gap"] <= 1e-4
+    assert stopped.details["search"]["steps"] == 0 and stopped.details["lns"]["steps"] == 0
+    searched = smd(problem, gap_tolerance=0.0, search_steps=2, lns_steps=0)
+    assert searched.details["search"]["steps"] == 2
+    assert searched.objective <= stopped.objective * (1 + 1e-12)
+    with pytest.raises(ValueError, match="gap_tolerance"):
+        smd(problem, gap_tolerance=1.0)

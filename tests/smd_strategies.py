@@ -69,3 +69,20 @@ def regime_instances(draw, max_jobs: int = 10, max_machines: int = 4,
     seed = draw(st.integers(0, 2**31 - 1))
     return parameter_server_instance(n, H, seed=seed, max_workers=draw(st.integers(1, 6)),
                                      max_ps=draw(st.integers(1, 4)), regime=regime)
+
+
+def benchmark_instance(regime: str, index: int):
+    """The index-th instance of a regime as benchmarks/smd_regimes.py draws it (jobs uniform in
+    16..60, machines in max(6, jobs / 4)..20, generator seed = index), as an SmdProblem."""
+    import math
+
+    import numpy as np
+
+    from schedopt.policies.smd.model import SmdProblem
+    from schedopt.traces.parameter_server import parameter_server_document
+
+    rng = np.random.default_rng(2021 + index)
+    jobs = int(rng.integers(16, 61))
+    machines = int(rng.integers(max(6, math.ceil(jobs / 4)), 21))
+    doc = parameter_server_document(jobs, machines, seed=index, regime=regime)
+    return SmdProblem.from_instance(parse_instance(doc))

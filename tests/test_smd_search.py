@@ -4,20 +4,16 @@ mixed cluster (the drawing of benchmarks/smd_regimes.py) the other ruins do not.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smd_strategies import regime_instances
-from schedopt.instance import parse_instance
+from smd_strategies import benchmark_instance, regime_instances
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.model import Placement, SmdProblem
 from schedopt.policies.smd.packing import Packing
 from schedopt.policies.smd.search import _trimmed
-from schedopt.traces.parameter_server import parameter_server_document
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -60,11 +56,7 @@ def test_trimming_finds_what_the_other_ruins_miss_on_a_mixed_cluster():
     # without the trimming ruin ends at 944,474 s (the previous release) or 938,478 s (the
     # trimming ruin's share set to 0, which shifts the random draws); a placement of 894,576 s
     # exists (smd_exact, two CP-SAT workers, 120 s), 0.7% above its proven bound
-    rng = np.random.default_rng(2021 + 1)
-    jobs = int(rng.integers(16, 61))
-    machines = int(rng.integers(max(6, math.ceil(jobs / 4)), 21))
-    doc = parameter_server_document(jobs, machines, seed=1, regime="mixed")
-    problem = SmdProblem.from_instance(parse_instance(doc))
+    problem = benchmark_instance("mixed", 1)
     assert (problem.num_jobs, problem.num_machines) == (47, 14)
     found = smd(problem, time_limit=1e9)  # no CPU-time cap: the same answer under any load
     assert found.placement.violations(problem) == []

@@ -4,19 +4,16 @@ never worse than its start, and no transfer, exchange or useless task is left.""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smd_strategies import regime_instances
+from smd_strategies import benchmark_instance, regime_instances
 from schedopt.instance import parse_instance
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.model import Placement, SmdProblem
 from schedopt.policies.smd.packing import minimal_packing
 from schedopt.policies.smd.transfer import TOLERANCE, transfer
-from schedopt.traces.parameter_server import parameter_server_document
 
 
 def _total(problem: SmdProblem, workers: np.ndarray, ps: np.ndarray) -> float:
@@ -110,11 +107,7 @@ def test_one_transfer_takes_mixed_instance_13_to_the_best_placement_known():
     # searches before the transfers end at 586,283 s; smd_exact (two CP-SAT workers, 40 s) found
     # 574,529 s, three transfers away (one worker of a job at (2, 1) to a job at (3, 3) alone
     # lowers the sum by 9,115 s); the previous release ended at 592,200 s
-    rng = np.random.default_rng(2021 + 13)
-    jobs = int(rng.integers(16, 61))
-    machines = int(rng.integers(max(6, math.ceil(jobs / 4)), 21))
-    doc = parameter_server_document(jobs, machines, seed=13, regime="mixed")
-    problem = SmdProblem.from_instance(parse_instance(doc))
+    problem = benchmark_instance("mixed", 13)
     assert (problem.num_jobs, problem.num_machines) == (36, 9)
     result = smd(problem, time_limit=1e9)  # no CPU-time cap: the same answer under any load
     assert result.placement.violations(problem) == []

@@ -278,8 +278,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
     search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
-    upgrade (tries, placed), transfer (dropped, transfers), gap ((objective - bound) /
-    objective), bounds (lagrangian, relaxation: None when HiGHS gave no duals),
+    upgrade (tries, placed), transfer (dropped, transfers, exchanges), gap ((objective -
+    bound) / objective), bounds (lagrangian, relaxation: None when HiGHS gave no duals),
     phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")

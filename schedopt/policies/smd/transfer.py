@@ -4,10 +4,10 @@ A transfer takes one task (a worker or a PS) of job i off machine h and puts one
 another job j (a worker or a PS) in the room that leaves there, when the sum of completion
 times falls: T_i rises by less than T_j falls. When no transfer helps, an exchange takes two
 tasks off one machine (of one job or of two) for one task of a third job that needs the room
-of both. Tasks that shorten nothing are dropped first
-(a job's (w, p) can end up dominated after the searches before). Every candidate (machine,
-giving job, taking job, the four kinds) is scored at once; the best one is made, and the
-scores are recomputed, until none lowers the sum. The searches before move tasks in groups
+of both. Tasks that shorten nothing are dropped first (a job's (w, p) can end up dominated
+after the searches before). Every candidate (machine, giving job, taking job, the four kinds)
+is scored at once; the best one is made, and the scores are recomputed, until none lowers
+the sum. The searches before move tasks in groups
 (ruin and recreate, CP-SAT neighbourhoods of whole machines); a single profitable swap between
 two jobs on a machine that neither group covers is what this step finds: on mixed instance 13
 of the regimes benchmark, one worker of a job at (2, 1) handed to a job at (3, 3) on the
@@ -86,10 +86,10 @@ def _best_exchange(problem: SmdProblem, counts: tuple[np.ndarray, np.ndarray],
     n = problem.num_jobs
     best = None
     for h in range(problem.num_machines):
-        kinds = np.concatenate([np.zeros(int((counts[0][:, h] > 0).sum()), dtype=int),
-                                np.ones(int((counts[1][:, h] > 0).sum()), dtype=int)])
-        jobs = np.concatenate([np.flatnonzero(counts[0][:, h]), np.flatnonzero(counts[1][:, h])])
-        held = np.array([counts[k][i, h] for k, i in zip(kinds.tolist(), jobs.tolist())])
+        with_w, with_p = np.flatnonzero(counts[0][:, h]), np.flatnonzero(counts[1][:, h])
+        kinds = np.repeat([0, 1], [with_w.size, with_p.size])
+        jobs = np.concatenate([with_w, with_p])
+        held = np.concatenate([counts[0][with_w, h], counts[1][with_p, h]])
         first, second = np.triu_indices(jobs.size)
         keep = (first != second) | (held[first] >= 2)  # one slot twice: two of its tasks
         first, second = first[keep], second[keep]

@@ -178,6 +178,18 @@ class SmdProblem:
         """T_i(w_i, p_i) = N / D in seconds, per job (or per job and configuration)."""
         return self.numerator(workers, ps) / self.denominator(workers)
 
+    def task_changes(self, w: np.ndarray, p: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Each job's change of completion time (s) from T = T(w, p) for one worker less, one
+        PS less, one worker more and one PS more (inf where its counts forbid it: fewer than
+        one, more than max_workers / max_ps)."""
+        fewer_w = np.where(w > 1, self.completion_time(np.maximum(w - 1, 1), p) - T, np.inf)
+        fewer_p = np.where(p > 1, self.completion_time(w, np.maximum(p - 1, 1)) - T, np.inf)
+        more_w = np.where(w < self.max_workers,
+                          self.completion_time(np.minimum(w + 1, self.max_workers), p) - T, np.inf)
+        more_p = np.where(p < self.max_ps,
+                          self.completion_time(w, np.minimum(p + 1, self.max_ps)) - T, np.inf)
+        return fewer_w, fewer_p, more_w, more_p
+
     def usage(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """(H, R) resources used on each machine by placements workers, ps (n, H)."""
         return workers.T @ self.worker_demand + ps.T @ self.ps_demand

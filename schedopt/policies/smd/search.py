@@ -33,13 +33,10 @@ def _trimmed(problem: SmdProblem, pack: Packing, sizes: tuple[np.ndarray, np.nda
     that task's priced size, times U(0.5, 1.5); jobs keep >= 1 worker and PS (None when no job
     has a task to spare)."""
     n = problem.num_jobs
-    w, p = pack.w, pack.p
-    T = problem.completion_time(w, p)
-    fewer_w = problem.completion_time(np.maximum(w - 1, 1), p) - T
-    fewer_p = problem.completion_time(w, np.maximum(p - 1, 1)) - T
+    fewer_w, fewer_p, _, _ = problem.task_changes(pack.w, pack.p,
+                                                  problem.completion_time(pack.w, pack.p))
     with np.errstate(divide="ignore", invalid="ignore"):
-        loss = np.concatenate([np.where(w > 1, fewer_w, np.inf) / sizes[0],
-                               np.where(p > 1, fewer_p, np.inf) / sizes[1]])
+        loss = np.concatenate([fewer_w / sizes[0], fewer_p / sizes[1]])
     loss = loss * rng.uniform(0.5, 1.5, 2 * n)
     pick = np.argsort(loss, kind="stable")[:int(rng.integers(2, 9))]
     pick = pick[np.isfinite(loss[pick])]

@@ -24,18 +24,22 @@ TOLERANCE = 1e-9  # a transfer must lower the sum by this share of it
 MAX_TRANSFERS = 1000  # a bound on the loop (each transfer lowers the sum, so it ends anyway)
 
 
-def _steps(problem: SmdProblem, w: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Each job's change of completion time (s) for one worker less, one PS less, one worker
-    more and one PS more (inf where its counts forbid it)."""
-    T = problem.completion_time(w, p)
-    fewer_w = np.where(w > 1, problem.completion_time(np.maximum(w - 1, 1), p) - T, np.inf)
-    fewer_p = np.where(p > 1, problem.completion_time(w, np.maximum(p - 1, 1)) - T, np.inf)
-    more_w = np.where(w < problem.max_workers,
-                      problem.completion_time(np.minimum(w + 1, problem.max_workers), p) - T,
-                      np.inf)
-    more_p = np.where(p < problem.max_ps,
-                      problem.completion_time(w, np.minimum(p + 1, problem.max_ps)) - T, np.inf)
-    return fewer_w, fewer_p, more_w, more_p
+def _cheapest_take(problem: SmdProblem, room: np.ndarray, given: np.ndarray,
+                   allowed: np.ndarray, gain: tuple[np.ndarray, np.ndarray]
+                   ) -> tuple[float, int, int, int] | None:
+    """Over candidate removals (rows: the room (R,) each leaves on its machine and the rise
+    of the sum it costs, s) and taking jobs (`allowed` (rows, n)), the one task added that
+    lowers the sum most: (change in s, row, kind taken, taking job), or None."""
+    best = None
+    for take, demand in enumerate((problem.worker_demand, problem.ps_demand)):
+        fits = np.all(room[:, None, :] >= demand[None, :, :] - 1e-9, axis=2)
+        change = np.where(fits & allowed, given[:, None] + gain[take][None, :], np.inf)
+        k = int(np.argmin(change))
+        value = float(change.flat[k])
+        if np.isfinite(value) and (best is None or value < best[0]):
+            row, j = divmod(k, problem.num_jobs)
+            best = (value, row, take, j)
+    return best
 
 
 def _best_transfer(problem: SmdProblem, counts: tuple[np.ndarray, np.ndarray],
@@ -50,23 +54,18 @@ def _best_transfer(problem: SmdProblem, counts: tuple[np.ndarray, np.ndarray],
         if jobs.size == 0:
             continue
         room = left[machines] + demand[give][jobs]  # (pairs, R) after the task leaves
-        for take in (0, 1):
-            fits = np.all(room[:, None, :] >= demand[take][None, :, :] - 1e-9, axis=2)
-            change = loss[give][jobs][:, None] + gain[take][None, :]
-            change = np.where(fits & (jobs[:, None] != np.arange(problem.num_jobs)), change,
-                              np.inf)
-            k = int(np.argmin(change))
-            value = float(change.flat[k])
-            if np.isfinite(value) and (best is None or value < best[0]):
-                pair, j = divmod(k, problem.num_jobs)
-                best = (value, (give, int(jobs[pair]), int(machines[pair]), take, j))
+        allowed = jobs[:, None] != np.arange(problem.num_jobs)
+        found = _cheapest_take(problem, room, loss[give][jobs], allowed, gain)
+        if found is not None and (best is None or found[0] < best[0]):
+            value, pair, take, j = found
+            best = (value, (give, int(jobs[pair]), int(machines[pair]), take, j))
     return best
 
 
-def _joint_losses(problem: SmdProblem, w: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Each job's rise of completion time (s) for two workers less, two PSs less, and one
-    worker and one PS less (inf where that leaves it without a worker or a PS)."""
-    T = problem.completion_time(w, p)
+def _joint_losses(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
+                  T: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each job's rise of completion time (s) from T = T(w, p) for two workers less, two PSs
+    less, and one worker and one PS less (inf where that leaves it without a worker or a PS)."""
     ww = np.where(w > 2, problem.completion_time(np.maximum(w - 2, 1), p) - T, np.inf)
     pp = np.where(p > 2, problem.completion_time(w, np.maximum(p - 2, 1)) - T, np.inf)
     wp = np.where((w > 1) & (p > 1),
@@ -99,19 +98,14 @@ def _best_exchange(problem: SmdProblem, counts: tuple[np.ndarray, np.ndarray],
         apart = np.where(ka == 0, loss[0][ia], loss[1][ia]) \
             + np.where(kb == 0, loss[0][ib], loss[1][ib])
         together = np.where(ka != kb, joint[2][ia], np.where(ka == 0, joint[0][ia], joint[1][ia]))
-        given = np.where(ia == ib, together, apart)
         room = (left[h] + demand[0][ia] * (ka == 0)[:, None] + demand[1][ia] * (ka == 1)[:, None]
                 + demand[0][ib] * (kb == 0)[:, None] + demand[1][ib] * (kb == 1)[:, None])
         others = (np.arange(n)[None, :] != ia[:, None]) & (np.arange(n)[None, :] != ib[:, None])
-        for take in (0, 1):
-            fits = np.all(room[:, None, :] >= demand[take][None, :, :] - 1e-9, axis=2)
-            change = np.where(fits & others, given[:, None] + gain[take][None, :], np.inf)
-            k = int(np.argmin(change))
-            value = float(change.flat[k])
-            if np.isfinite(value) and (best is None or value < best[0]):
-                pair, j = divmod(k, n)
-                best = (value, (h, (int(ka[pair]), int(ia[pair])), (int(kb[pair]), int(ib[pair])),
-                                take, j))
+        found = _cheapest_take(problem, room, np.where(ia == ib, together, apart), others, gain)
+        if found is not None and (best is None or found[0] < best[0]):
+            value, pair, take, j = found
+            best = (value, (h, (int(ka[pair]), int(ia[pair])), (int(kb[pair]), int(ib[pair])),
+                            take, j))
     return best
 
 
@@ -123,7 +117,8 @@ def transfer(problem: SmdProblem, placement: Placement) -> tuple[Placement, dict
     stats = {"dropped": 0, "transfers": 0, "exchanges": 0}
     while stats["transfers"] + stats["exchanges"] < MAX_TRANSFERS:
         w, p = workers.sum(axis=1), ps.sum(axis=1)
-        fewer_w, fewer_p, more_w, more_p = _steps(problem, w, p)
+        T = problem.completion_time(w, p)
+        fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
         useless = np.flatnonzero((fewer_w <= 0) | (fewer_p <= 0))
         if useless.size:  # a task that shortens nothing: off, from its last machine
             i = int(useless[0])
@@ -132,7 +127,7 @@ def transfer(problem: SmdProblem, placement: Placement) -> tuple[Placement, dict
             stats["dropped"] += 1
             continue
         left = problem.capacity - problem.usage(workers, ps)
-        enough = -TOLERANCE * float(problem.completion_time(w, p).sum())
+        enough = -TOLERANCE * float(T.sum())
         loss, gain = (fewer_w, fewer_p), (more_w, more_p)
         best = _best_transfer(problem, (workers, ps), left, loss, gain)
         if best is not None and best[0] < enough:
@@ -142,7 +137,7 @@ def transfer(problem: SmdProblem, placement: Placement) -> tuple[Placement, dict
             stats["transfers"] += 1
             continue
         best = _best_exchange(problem, (workers, ps), left, loss,
-                              _joint_losses(problem, w, p), gain)
+                              _joint_losses(problem, w, p, T), gain)
         if best is None or best[0] >= enough:
             break
         h, (ka, ia), (kb, ib), take, j = best[1]

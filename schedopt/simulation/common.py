@@ -230,10 +230,10 @@ def check_round_budget(trace: Instance, data: TraceArrays, config: SimulationCon
             f"longer rounds"))
 
 
-def check_rounds_run(rounds: list, config: SimulationConfig, now: float,
-                     jobs_left: bool) -> None:
-    """One line when an allocation run has used up `config.max_rounds` rounds with jobs left."""
-    if jobs_left and len(rounds) >= config.max_rounds:
+def check_rounds_run(rounds: list, config: SimulationConfig, now: float) -> None:
+    """One line when an allocation run that still has jobs left (the loops call it at the top
+    of each round) has used up `config.max_rounds` rounds."""
+    if len(rounds) >= config.max_rounds:
         raise SchedoptError(f"the run passed max_rounds={config.max_rounds} rounds of "
                             f"{config.round_seconds:g} s (simulated time {now:.6g} s) with "
                             f"jobs left; lengthen the rounds or raise max_rounds (--max-rounds)")

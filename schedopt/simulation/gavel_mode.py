@@ -132,6 +132,7 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
         while N and np.isnan(completion).any():
             if checkpoints is not None:
                 checkpoints.tick(snapshot)
+            check_rounds_run(rounds, config, now)
             if running.size:  # §3 steps 2-3: the round ends when its last job ends
                 start = now
                 now = float(run_finish.max())
@@ -155,7 +156,6 @@ def run_gavel(trace: Instance, policy: "str | Policy", config: SimulationConfig,
                 bar.simulated_time(now)
                 gpus_held = data.scale[running].sum() - data.scale[running[~alone]].sum() / 2
                 rounds.append((start, now - start, int(running.size), int(gpus_held)))
-                check_rounds_run(rounds, config, now, bool(np.isnan(completion).any()))
             elif (~arrived).any():
                 now = max(now, float(data.arrival[~arrived].min()))
             if not (~arrived).any() and running.size == 0:

@@ -104,6 +104,7 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
         while unfinished:
             if checkpoints is not None:
                 checkpoints.tick(snapshot)
+            check_rounds_run(rounds, config, t)
             upto = int(np.searchsorted(sorted_arrival, t, side="right"))
             if upto > admitted:
                 new = by_arrival[admitted:upto]
@@ -206,7 +207,6 @@ def run_default(trace: Instance, policy: "str | Policy", config: SimulationConfi
             elapsed += length
             gpus_held = data.scale[jobs].sum() - (data.scale[a].sum() if shared.size else 0)
             rounds.append((t, length, int(jobs.size), int(gpus_held)))
-            check_rounds_run(rounds, config, t + length, unfinished > 0)
             gpus = list(placement.gpus.values())
             previous = dict(zip(active_before[placed].tolist(),
                                 (gpus[i] for i in np.flatnonzero(alone).tolist())))

@@ -44,6 +44,7 @@ from schedopt.policies.smd.neighbourhood import improve
 from schedopt.policies.smd.transfer import transfer
 from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
+from schedopt.policies.smd.repack import PATIENCE as REPACK_PATIENCE, repack
 from schedopt.policies.smd.repair import place, repair
 from schedopt.policies.smd.search import ruin_and_recreate
 from schedopt.policies.smd.upgrade import upgrade
@@ -244,7 +245,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         place_limit: float = PLACE_WORK, beyond: bool = True,
         lns_steps: int = DEFAULT_LNS_STEPS, lp_start: bool = True,
         upgrade_tries: int = DEFAULT_UPGRADE_TRIES,
-        gap_tolerance: float = GAP_TOLERANCE) -> SmdSolution:
+        gap_tolerance: float = GAP_TOLERANCE,
+        repack_patience: int = REPACK_PATIENCE) -> SmdSolution:
     """SMD (module docstring): phase 1 then the per-machine knapsack and exchange pass, then
     what closes part of the gap on binding instances (docs/smd.md, "Beyond the paper"):
     - a feasibility repair (`schedopt.policies.smd.repair`, CP-SAT) when the first-fit rules
@@ -262,6 +264,9 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       binds (NIC-bound instances of 55-60 jobs on the measured machine, docs/smd.md) the result
       depends on the machine's speed and load, elsewhere a fixed seed gives the same result run
       to run;
+    - one job's task more (alone or for another job's task less), the placement repacked by a
+      tabu search over task moves and swaps (`schedopt.policies.smd.repack`, numpy), until
+      `repack_patience` changes in a row find no placement (0: none);
     - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`);
     - `upgrade_tries` CP-SAT placements of one more task for the job it helps most
       (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each), on
@@ -278,7 +283,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
     search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
-    upgrade (tries, placed), transfer (dropped, transfers, exchanges), gap ((objective -
+    repack (steps, tries, seconds), upgrade (tries, placed), transfer (dropped, transfers,
+    exchanges), gap ((objective -
     bound) / objective), bounds (lagrangian, relaxation: None when HiGHS gave no duals),
     phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
@@ -287,9 +293,10 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
     if not 0 <= gap_tolerance < 1:
         raise ValueError(f"gap_tolerance must be in [0, 1), got {gap_tolerance!r}")
-    if search_steps < 0 or lns_steps < 0 or upgrade_tries < 0:
-        raise ValueError(f"search_steps, lns_steps and upgrade_tries must be >= 0, got "
-                         f"{search_steps!r}, {lns_steps!r}, {upgrade_tries!r}")
+    if search_steps < 0 or lns_steps < 0 or upgrade_tries < 0 or repack_patience < 0:
+        raise ValueError(f"search_steps, lns_steps, upgrade_tries and repack_patience must be "
+                         f">= 0, got {search_steps!r}, {lns_steps!r}, {upgrade_tries!r}, "
+                         f"{repack_patience!r}")
     clock, cpu = time.perf_counter(), time.process_time()
     cfg = problem.configurations()
     shares, total = _shares(problem, cfg)
@@ -365,6 +372,11 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         left = time_limit - (time.process_time() - cpu)
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
                                                     seed, bound * (1 + gap_tolerance))
+    if repack_patience and problem.num_jobs and beyond:
+        placed, details["repack"] = repack(problem, Placement(pack.workers, pack.ps),
+                                           repack_patience, seed=seed, bound=bound,
+                                           target=bound * (1 + gap_tolerance))
+        pack = Packing.of(problem, placed.workers, placed.ps)
     if lns_steps and problem.num_jobs and beyond:
         left = time_limit - (time.process_time() - cpu)
         guide = None if lp is None else (lp[program.x.columns].reshape(program.x.shape),

@@ -26,6 +26,7 @@ from schedopt.policies.smd.algorithm import (DEFAULT_EPSILON, DEFAULT_MAX_ITERAT
                                              DEFAULT_LNS_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_LIMIT,
                                              DEFAULT_UPGRADE_TRIES, PLACE_WORK,
                                              SmdSolution, smd)
+from schedopt.policies.smd.repack import PATIENCE as REPACK_PATIENCE
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
 from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
 from schedopt.policies.smd.model import SmdProblem
@@ -62,7 +63,8 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
                epsilon: float = DEFAULT_EPSILON, max_iterations: int = DEFAULT_MAX_ITERATIONS,
                search_steps: int = DEFAULT_SEARCH_STEPS, seed: int = 0,
                place_limit: float = PLACE_WORK, lns_steps: int = DEFAULT_LNS_STEPS,
-               upgrade_tries: int = DEFAULT_UPGRADE_TRIES) -> Outcome:
+               upgrade_tries: int = DEFAULT_UPGRADE_TRIES,
+               repack_patience: int = REPACK_PATIENCE) -> Outcome:
     """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
     residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
     ruin-and-recreate steps after the paper's method, seed its random choices, place_limit the
@@ -70,14 +72,17 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
     seconds of one core; the same answer whatever the machine's load; 0: not tried; then CP-SAT runs
     only when nothing else places one worker and one PS per job), lns_steps the
     steps of the large-neighbourhood search over the exact MILP (CP-SAT; 0: none), upgrade_tries
-    the CP-SAT placements of one job's extra task after it (0: none). options.time_limit
+    the CP-SAT placements of one job's extra task after it (0: none), repack_patience the
+    changes of one task in a row that the repacking step tries without placing one before it
+    stops (0: no repacking). options.time_limit
     (CPU seconds of the whole call, default DEFAULT_TIME_LIMIT) stops the search early."""
     _no_solver("smd", solver)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
         raise PolicyError(f"epsilon must be a number in (0, 1), got {epsilon!r}")
     for name, value, least in (("max_iterations", max_iterations, 1),
                                ("search_steps", search_steps, 0), ("seed", seed, 0),
-                               ("lns_steps", lns_steps, 0), ("upgrade_tries", upgrade_tries, 0)):
+                               ("lns_steps", lns_steps, 0), ("upgrade_tries", upgrade_tries, 0),
+                               ("repack_patience", repack_patience, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise PolicyError(f"{name} must be an integer >= {least}, got {value!r}")
     if isinstance(place_limit, bool) or not isinstance(place_limit, (int, float)) \
@@ -87,7 +92,8 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
     limit = DEFAULT_TIME_LIMIT if options.time_limit is None else options.time_limit
     return _outcome(problem, smd(problem, float(epsilon), max_iterations, search_steps, seed,
                                  time_limit=limit, place_limit=min(float(place_limit), limit),
-                                 lns_steps=lns_steps, upgrade_tries=upgrade_tries),
+                                 lns_steps=lns_steps, upgrade_tries=upgrade_tries,
+                                 repack_patience=repack_patience),
                     HEURISTIC)
 
 
@@ -113,7 +119,8 @@ class SmdOptions:
     seconds of one core) to place the Lagrangian bound's configuration choice (0: not tried); lns_steps: steps
     of the large-neighbourhood search over the exact MILP after the numpy search (CP-SAT, a few
     jobs at a time; 0: none); upgrade_tries: CP-SAT placements of one job's extra task after
-    it (0: none)."""
+    it (0: none); repack_patience: changes of one task in a row the repacking step tries
+    without placing one (numpy tabu search; 0: none)."""
 
     epsilon: float = DEFAULT_EPSILON
     max_iterations: int = DEFAULT_MAX_ITERATIONS
@@ -122,6 +129,7 @@ class SmdOptions:
     place_limit: float = PLACE_WORK
     lns_steps: int = DEFAULT_LNS_STEPS
     upgrade_tries: int = DEFAULT_UPGRADE_TRIES
+    repack_patience: int = REPACK_PATIENCE
 
 
 class _SmdPolicy(Policy):

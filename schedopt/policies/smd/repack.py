@@ -17,8 +17,8 @@ Changes are tried in order of their fall in the sum, each at most once per incum
 ruled out without a search when the cluster's free resources in total (with the removed
 task's) cannot hold the new task, or when its fall exceeds the distance to a proven lower
 bound. The search stops after `patience` failed changes in a row. On NIC-bound instances of
-the regimes benchmark the change that succeeds is among the first three tried in most steps,
-and a search that succeeds takes 1-60 iterations (0.2-0.5 ms each at 20-50 jobs).
+the regimes benchmark the change placed was among the first three tried in 14 of 15 steps (a
+prototype of this step), and an iteration costs about 0.35 ms at 47 jobs.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import numpy as np
 from schedopt.policies.smd.model import Placement, SmdProblem
 
 ITERATIONS = 60  # tabu iterations per change tried
-PATIENCE = 24  # failed changes in a row after which the search stops
+PATIENCE = 12  # failed changes in a row after which the search stops (docs/smd.md)
 TENURE = 7  # iterations a move back stays tabu (plus 0-2 at random)
 TOLERANCE = 1e-9  # capacity slack (absolute), as Placement.violations
 

@@ -12,6 +12,7 @@ from smd_strategies import benchmark_instance, regime_instances
 from schedopt.instance import parse_instance
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.model import Placement, SmdProblem
+from schedopt.policies.smd import repack as repack_module
 from schedopt.policies.smd.repack import TOLERANCE, _changes, _Cluster, relieve, repack
 
 
@@ -71,18 +72,27 @@ def test_no_placement_gives_none():
     assert found is None
 
 
-def _enumerated_changes(problem: SmdProblem, placement: Placement, slack: float) -> list:
+def _enumerated_changes(problem: SmdProblem, placement: Placement, slack: float,
+                        pool: int | None = None) -> list:
     """Every change of one task more (and at most one other task less) that the repacking
-    step should try, by direct evaluation, as (fall in s, added kind, removed kind or -1)."""
+    step should try, by direct evaluation, as (fall in s, added kind, removed kind or -1);
+    with `pool`, only changes whose added kind is among the `pool` largest falls of one task
+    more and whose removed kind among the `pool` smallest rises of one task less."""
     n = problem.num_jobs
     w, p = placement.total_workers, placement.total_ps
     base = float(problem.completion_time(w, p).sum())
     room = (problem.capacity - problem.usage(placement.workers, placement.ps)).sum(axis=0)
     demand = np.concatenate([problem.worker_demand, problem.ps_demand])
+    T = problem.completion_time(w, p)
+    fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
+    adds, cuts = set(range(2 * n)), set(range(2 * n))
+    if pool is not None:
+        adds = set(np.argsort(np.concatenate([more_w, more_p]), kind="stable")[:pool].tolist())
+        cuts = set(np.argsort(np.concatenate([fewer_w, fewer_p]), kind="stable")[:pool].tolist())
     found = []
     for a in range(2 * n):
         for b in [-1, *range(2 * n)]:
-            if b == a:
+            if b == a or a not in adds or (b >= 0 and b not in cuts):
                 continue
             counts = np.concatenate([w, p])
             counts[a] += 1
@@ -120,6 +130,28 @@ def test_changes_tried_are_every_improving_one_task_change(instance, slack_share
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regime_instances(max_jobs=8, max_machines=3), st.integers(2, 6))
+def test_on_large_clusters_changes_pair_only_the_best_kinds(instance, pool):
+    # POOL (256 kinds) binds above 128 jobs; a small pool on small instances checks the rule
+    problem = SmdProblem.from_instance(instance)
+    start = smd(problem, search_steps=0, lns_steps=0, upgrade_tries=0, place_limit=0,
+                repack_patience=0).placement
+    if start is None or 2 * problem.num_jobs <= pool:
+        return
+    w, p = start.total_workers, start.total_ps
+    left = problem.capacity - problem.usage(start.workers, start.ps)
+    saved = repack_module.POOL
+    repack_module.POOL = pool
+    try:
+        values, added, removed = _changes(problem, w, p, left, np.inf)
+    finally:
+        repack_module.POOL = saved
+    expected = _enumerated_changes(problem, start, np.inf, pool)
+    assert sorted(zip(added.tolist(), removed.tolist())) == sorted((a, b) for _, a, b in expected)
+    np.testing.assert_allclose(sorted(values), [c for c, _, _ in expected], rtol=1e-9)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(regime_instances(max_jobs=10, max_machines=4), st.integers(0, 2**16))
 def test_repack_is_feasible_and_never_worse(instance, seed):
     problem = SmdProblem.from_instance(instance)
@@ -150,3 +182,12 @@ def test_repack_closes_most_of_the_gap_on_a_nic_bound_instance():
     assert stats["steps"] >= 1
     assert after <= 214_707.57
     assert after >= before.bound
+
+
+def test_a_spent_time_limit_tries_nothing():
+    problem = benchmark_instance("nic", 9)
+    before = smd(problem, time_limit=1e9, repack_patience=0)
+    ended, stats = repack(problem, before.placement, bound=before.bound, time_limit=0.0)
+    assert stats["tries"] == 0 and stats["steps"] == 0
+    np.testing.assert_array_equal(ended.workers, before.placement.workers)
+    np.testing.assert_array_equal(ended.ps, before.placement.ps)

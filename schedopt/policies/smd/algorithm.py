@@ -266,7 +266,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       to run;
     - one job's task more (alone or for another job's task less), the placement repacked by a
       tabu search over task moves and swaps (`schedopt.policies.smd.repack`, numpy), until
-      `repack_patience` changes in a row find no placement (0: none);
+      `repack_patience` changes in a row find no placement (0: none) or the CPU-time cap binds;
     - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`);
     - `upgrade_tries` CP-SAT placements of one more task for the job it helps most
       (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each), on
@@ -369,13 +369,15 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
     searched = time.perf_counter()
     if search_steps and problem.num_jobs and beyond:
-        left = time_limit - (time.process_time() - cpu)
+        # at most half of what is left of the cap, so that the repacking step has time
+        left = (time_limit - (time.process_time() - cpu)) / (2 if repack_patience else 1)
         pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
                                                     seed, bound * (1 + gap_tolerance))
     if repack_patience and problem.num_jobs and beyond:
         placed, details["repack"] = repack(problem, Placement(pack.workers, pack.ps),
                                            repack_patience, seed=seed, bound=bound,
-                                           target=bound * (1 + gap_tolerance))
+                                           target=bound * (1 + gap_tolerance),
+                                           time_limit=time_limit - (time.process_time() - cpu))
         pack = Packing.of(problem, placed.workers, placed.ps)
     if lns_steps and problem.num_jobs and beyond:
         left = time_limit - (time.process_time() - cpu)

@@ -33,6 +33,7 @@ ITERATIONS = 60  # tabu iterations per change tried
 PATIENCE = 12  # failed changes in a row after which the search stops (docs/smd.md)
 TENURE = 7  # iterations a move back stays tabu (plus 0-2 at random)
 TOLERANCE = 1e-9  # capacity slack (absolute), as Placement.violations
+POOL = 256  # task kinds paired at most on each side of a change (`_changes`)
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -114,31 +115,41 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
 def _changes(problem: SmdProblem, w: np.ndarray, p: np.ndarray, left: np.ndarray,
              slack: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The changes of counts worth a search, best first: (fall of the sum in s (< 0), task kind
-    added, task kind removed or -1), over task kinds 0..2n-1 (module docstring)."""
+    added, task kind removed or -1), over task kinds 0..2n-1 (module docstring). Above POOL
+    kinds, only the POOL largest falls of one task more and the POOL smallest rises of one
+    task less are paired (memory and time stay O(POOL^2) on large clusters)."""
     n = problem.num_jobs
     T = problem.completion_time(w, p)
     fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
     gain, loss = np.concatenate([more_w, more_p]), np.concatenate([fewer_w, fewer_p])
-    change = gain[:, None] + loss[None, :]  # (added, removed), exact for two jobs
-    jobs = np.arange(n)
-    change[jobs, jobs + n] = problem.completion_time(np.minimum(w + 1, problem.max_workers),
-                                                     np.maximum(p - 1, 1)) - T
-    change[jobs + n, jobs] = problem.completion_time(np.maximum(w - 1, 1),
-                                                     np.minimum(p + 1, problem.max_ps)) - T
-    change[jobs + n, jobs] = np.where((w > 1) & (p < problem.max_ps), change[jobs + n, jobs], np.inf)
-    change[jobs, jobs + n] = np.where((p > 1) & (w < problem.max_workers), change[jobs, jobs + n],
-                                      np.inf)
-    np.fill_diagonal(change, np.inf)
-    change = np.concatenate([change, gain[:, None]], axis=1)  # last column: nothing removed
+    kinds = np.arange(2 * n)
+    adds = np.argsort(gain, kind="stable")[:POOL] if 2 * n > POOL else kinds
+    cuts = np.argsort(loss, kind="stable")[:POOL] if 2 * n > POOL else kinds
+    change = gain[adds][:, None] + loss[cuts][None, :]  # exact for two jobs
+    job, other = adds % n, cuts % n
+    # one job's worker for its own PS (or the other way): T at the new pair, not a sum
+    more_worker = problem.completion_time(np.minimum(w + 1, problem.max_workers),
+                                          np.maximum(p - 1, 1)) - T
+    more_ps = problem.completion_time(np.maximum(w - 1, 1),
+                                      np.minimum(p + 1, problem.max_ps)) - T
+    more_worker = np.where((p > 1) & (w < problem.max_workers), more_worker, np.inf)
+    more_ps = np.where((w > 1) & (p < problem.max_ps), more_ps, np.inf)
+    own = job[:, None] == other[None, :]
+    change = np.where(own & (adds[:, None] < n) & (cuts[None, :] >= n), more_worker[job][:, None],
+                      change)
+    change = np.where(own & (adds[:, None] >= n) & (cuts[None, :] < n), more_ps[job][:, None],
+                      change)
+    change[adds[:, None] == cuts[None, :]] = np.inf
+    change = np.concatenate([change, gain[adds][:, None]], axis=1)  # last column: nothing removed
     demand = np.concatenate([problem.worker_demand, problem.ps_demand])
     room = left.sum(axis=0)
-    freed = np.concatenate([demand, np.zeros((1, demand.shape[1]))])
-    fits = np.all(room[None, None] + freed[None] >= demand[:, None] - TOLERANCE, axis=2)
+    freed = np.concatenate([demand[cuts], np.zeros((1, demand.shape[1]))])
+    fits = np.all(room[None, None] + freed[None] >= demand[adds][:, None] - TOLERANCE, axis=2)
     keep = fits & (change < -1e-12 * float(T.sum())) & (change >= -slack)
-    added, removed = np.nonzero(keep)
-    order = np.argsort(change[added, removed], kind="stable")
-    removed = np.where(removed == 2 * n, -1, removed)
-    return change[added, removed][order], added[order], removed[order]
+    rows, cols = np.nonzero(keep)
+    order = np.argsort(change[rows, cols], kind="stable")
+    removed = np.append(cuts, -1)[cols]
+    return change[rows, cols][order], adds[rows][order], removed[order]
 
 
 def _moved(cluster: _Cluster, counts: np.ndarray, load: np.ndarray, added: int,
@@ -161,13 +172,14 @@ def _moved(cluster: _Cluster, counts: np.ndarray, load: np.ndarray, added: int,
 
 def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
            iterations: int = ITERATIONS, seed: int = 0, bound: float = -np.inf,
-           target: float = -np.inf) -> tuple[Placement, dict]:
+           target: float = -np.inf, time_limit: float = np.inf) -> tuple[Placement, dict]:
     """The search of the module docstring from `placement` (feasible); it stops after
-    `patience` failed changes in a row or once the sum is within 1e-9 of `target`. `bound`: a
+    `patience` failed changes in a row, once the sum is within 1e-9 of `target`, or when
+    `time_limit` seconds of CPU time have passed (checked between changes). `bound`: a
     proven lower bound on the sum (s), which rules out changes that would fall below it.
     Returns the placement it ends at (feasible; its sum never higher) and statistics (steps:
     changes made, tries: changes searched, seconds)."""
-    clock = time.perf_counter()
+    clock, cpu = time.perf_counter(), time.process_time()
     rng = np.random.default_rng(seed)
     n = problem.num_jobs
     cluster = _Cluster(problem)
@@ -182,6 +194,9 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
         load = counts.T @ cluster.demand
         _, added, removed = _changes(problem, w, p, problem.capacity - load, value - bound)
         for a, b in zip(added[:patience - failed].tolist(), removed[:patience - failed].tolist()):
+            if time.process_time() - cpu >= time_limit:
+                failed = patience
+                break
             stats["tries"] += 1
             found = relieve(cluster, _moved(cluster, counts, load, a, b), iterations, rng)
             if found is not None:

@@ -122,7 +122,8 @@ def test_changes_tried_are_every_improving_one_task_change(instance, slack_share
     w, p = start.total_workers, start.total_ps
     slack = slack_share * float(problem.completion_time(w, p).sum())
     left = problem.capacity - problem.usage(start.workers, start.ps)
-    values, added, removed = _changes(problem, w, p, left, slack)
+    values, added, removed = _changes(problem, _Cluster(problem).demand, w, p,
+                                      problem.completion_time(w, p), left, slack)
     expected = _enumerated_changes(problem, start, slack)
     assert sorted(zip(added.tolist(), removed.tolist())) == sorted((a, b) for _, a, b in expected)
     assert np.all(np.diff(values) >= 0)
@@ -143,7 +144,8 @@ def test_on_large_clusters_changes_pair_only_the_best_kinds(instance, pool):
     saved = repack_module.POOL
     repack_module.POOL = pool
     try:
-        values, added, removed = _changes(problem, w, p, left, np.inf)
+        values, added, removed = _changes(problem, _Cluster(problem).demand, w, p,
+                                          problem.completion_time(w, p), left, np.inf)
     finally:
         repack_module.POOL = saved
     expected = _enumerated_changes(problem, start, np.inf, pool)

@@ -368,24 +368,26 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     details["start"] = how
     details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
     searched = time.perf_counter()
+    target = bound * (1 + gap_tolerance)  # the searches stop once the objective is this close
+
+    def left() -> float:  # CPU seconds left of the cap
+        return time_limit - (time.process_time() - cpu)
+
     if search_steps and problem.num_jobs and beyond:
         # at most half of what is left of the cap, so that the repacking step has time
-        left = (time_limit - (time.process_time() - cpu)) / (2 if repack_patience else 1)
-        pack, details["search"] = ruin_and_recreate(problem, cfg, pack, sizes, search_steps, left,
-                                                    seed, bound * (1 + gap_tolerance))
+        pack, details["search"] = ruin_and_recreate(
+            problem, cfg, pack, sizes, search_steps, left() / (2 if repack_patience else 1),
+            seed, target)
     if repack_patience and problem.num_jobs and beyond:
         placed, details["repack"] = repack(problem, Placement(pack.workers, pack.ps),
                                            repack_patience, seed=seed, bound=bound,
-                                           target=bound * (1 + gap_tolerance),
-                                           time_limit=time_limit - (time.process_time() - cpu))
+                                           target=target, time_limit=left())
         pack = Packing.of(problem, placed.workers, placed.ps)
     if lns_steps and problem.num_jobs and beyond:
-        left = time_limit - (time.process_time() - cpu)
         guide = None if lp is None else (lp[program.x.columns].reshape(program.x.shape),
                                          lp[program.y.columns].reshape(program.y.shape))
         result, details["lns"] = improve(problem, Placement(pack.workers, pack.ps), lns_steps,
-                                         seed, time_limit=left,
-                                         target=bound * (1 + gap_tolerance), guide=guide)
+                                         seed, time_limit=left(), target=target, guide=guide)
     else:
         result = Placement(pack.workers, pack.ps)
     if upgrade_tries and 0 < problem.num_jobs <= UPGRADE_MAX_JOBS and beyond \

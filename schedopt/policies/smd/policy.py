@@ -24,9 +24,8 @@ from schedopt.core.outcome import Outcome
 from schedopt.core.policy import Policy
 from schedopt.policies.smd.algorithm import (DEFAULT_EPSILON, DEFAULT_MAX_ITERATIONS,
                                              DEFAULT_LNS_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_LIMIT,
-                                             DEFAULT_UPGRADE_TRIES, PLACE_WORK,
+                                             DEFAULT_UPGRADE_TRIES, PLACE_WORK, REPACK_PATIENCE,
                                              SmdSolution, smd)
-from schedopt.policies.smd.repack import PATIENCE as REPACK_PATIENCE
 from schedopt.policies.smd.baselines import equal_split, optimus_greedy
 from schedopt.policies.smd.exact import DEFAULT_SOLVER, smd_exact
 from schedopt.policies.smd.model import SmdProblem

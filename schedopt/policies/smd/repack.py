@@ -112,14 +112,15 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     return counts if over.sum() <= 0 else None
 
 
-def _changes(problem: SmdProblem, w: np.ndarray, p: np.ndarray, left: np.ndarray,
+def _changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarray,
+             T: np.ndarray, left: np.ndarray,
              slack: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The changes of counts worth a search, best first: (fall of the sum in s (< 0), task kind
-    added, task kind removed or -1), over task kinds 0..2n-1 (module docstring). Above POOL
-    kinds, only the POOL largest falls of one task more and the POOL smallest rises of one
-    task less are paired (memory and time stay O(POOL^2) on large clusters)."""
+    added, task kind removed or -1), over task kinds 0..2n-1 with their `demand` (2n, R), from
+    counts w, p whose completion times are T (module docstring). Above POOL kinds, only the
+    POOL largest falls of one task more and the POOL smallest rises of one task less are
+    paired (memory and time stay O(POOL^2) on large clusters)."""
     n = problem.num_jobs
-    T = problem.completion_time(w, p)
     fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
     gain, loss = np.concatenate([more_w, more_p]), np.concatenate([fewer_w, fewer_p])
     kinds = np.arange(2 * n)
@@ -141,7 +142,6 @@ def _changes(problem: SmdProblem, w: np.ndarray, p: np.ndarray, left: np.ndarray
                       change)
     change[adds[:, None] == cuts[None, :]] = np.inf
     change = np.concatenate([change, gain[adds][:, None]], axis=1)  # last column: nothing removed
-    demand = np.concatenate([problem.worker_demand, problem.ps_demand])
     room = left.sum(axis=0)
     freed = np.concatenate([demand[cuts], np.zeros((1, demand.shape[1]))])
     fits = np.all(room[None, None] + freed[None] >= demand[adds][:, None] - TOLERANCE, axis=2)
@@ -188,11 +188,13 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
     failed = 0
     while failed < patience:
         w, p = counts[:n].sum(axis=1), counts[n:].sum(axis=1)
-        value = float(problem.completion_time(w, p).sum())
+        T = problem.completion_time(w, p)
+        value = float(T.sum())
         if value <= target * (1 + 1e-9):
             break
         load = counts.T @ cluster.demand
-        _, added, removed = _changes(problem, w, p, problem.capacity - load, value - bound)
+        _, added, removed = _changes(problem, cluster.demand, w, p, T, problem.capacity - load,
+                                     value - bound)
         for a, b in zip(added[:patience - failed].tolist(), removed[:patience - failed].tolist()):
             if time.process_time() - cpu >= time_limit:
                 failed = patience

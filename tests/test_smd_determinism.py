@@ -24,16 +24,18 @@ from schedopt.backends.ortools import MathOptBackend
 from schedopt.backends.session import Solver
 from schedopt.errors import SolveError
 from schedopt.policies.smd import cpsat
+from schedopt.policies.smd import algorithm
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.model import SmdProblem
 from schedopt.traces.parameter_server import parameter_server_instance
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP (POSIX)")
 
-# 24 jobs on 8 NIC-bound machines: first fit cannot place the bound's configuration choice, so
-# CP-SAT places it (0.3-0.4 CPU s), then neighbourhood steps (CP-SAT, 20-60 ms each)
+# 24 jobs on 8 NIC-bound machines: first fit cannot place the bound's configuration choice;
+# with the tabu search that places it by default switched off, CP-SAT places it (0.3-0.4 CPU
+# s), then neighbourhood steps (CP-SAT, 20-60 ms each)
 CASE = (24, 8, 1, "nic")
-OPTIONS = dict(seed=5, search_steps=5, lns_steps=6)
+OPTIONS = dict(seed=5, search_steps=5, lns_steps=6, place_limit=0.15)
 CHILD = f"""
 import json, sys
 from schedopt.backends.ortools import MathOptBackend
@@ -46,6 +48,8 @@ def announced(self, *args, **kwargs):
     print("solve", flush=True)
     return solve(self, *args, **kwargs)
 MathOptBackend.solve = announced
+import schedopt.policies.smd.algorithm
+schedopt.policies.smd.algorithm.tabu_placement = lambda *args, **kwargs: None
 problem = SmdProblem.from_instance(parameter_server_instance({CASE[0]}, {CASE[1]}, seed={CASE[2]},
                                                              regime={CASE[3]!r}))
 result = smd(problem, **{OPTIONS!r})
@@ -87,6 +91,7 @@ def test_smd_gives_the_same_answer_when_each_cp_sat_call_is_paused(monkeypatch):
         return solve(self, *args, **kwargs)
 
     monkeypatch.setattr(MathOptBackend, "solve", counted)
+    monkeypatch.setattr(algorithm, "tabu_placement", lambda *args, **kwargs: None)
     alone = smd(problem, **OPTIONS)
     monkeypatch.undo()
     # the placement of the bound's choice and every neighbourhood step

@@ -44,7 +44,7 @@ from schedopt.policies.smd.neighbourhood import improve
 from schedopt.policies.smd.transfer import transfer
 from schedopt.policies.smd.model import Configurations, Placement, SmdProblem
 from schedopt.policies.smd.packing import SEARCH_TASKS, Packing, minimal_packing, pack_counts
-from schedopt.policies.smd.repack import PATIENCE as REPACK_PATIENCE, repack
+from schedopt.policies.smd.repack import PATIENCE as REPACK_PATIENCE, repack, tabu_placement
 from schedopt.policies.smd.repair import place, repair
 from schedopt.policies.smd.search import ruin_and_recreate
 from schedopt.policies.smd.upgrade import upgrade
@@ -60,7 +60,10 @@ DEFAULT_TIME_LIMIT = 5.0  # CPU seconds: a safety cap on the search (docs/smd.md
 GAP_TOLERANCE = 1e-4
 REPAIR_WORK = 30.0  # CP-SAT deterministic time the feasibility repair may take
 RELOCATE = True  # phase 2 may move a task to make room for another (Packing._place_one)
-PLACE_WORK = 0.15  # CP-SAT deterministic time to place the bound's configuration choice (docs/smd.md)
+# CP-SAT deterministic time to place the bound's configuration choice where first fit and the
+# tabu search cannot; 0: not tried. On the regimes benchmark it placed none the tabu search had
+# not, in 0.03-0.6 s each (docs/smd.md)
+PLACE_WORK = 0.0
 BOUND_ITERATIONS = 60  # subgradient steps of the Lagrangian bound
 DEFAULT_LNS_STEPS = 20  # steps of the large-neighbourhood search over the exact MILP (neighbourhood.py)
 DEFAULT_UPGRADE_TRIES = 6  # CP-SAT placements of one job's extra task (upgrade.py)
@@ -253,8 +256,9 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
       and the bounded placement search cannot place one worker and one PS per job: it places
       them or proves that nothing can (status infeasible with that reason);
     - the Lagrangian bound's own configuration choice as one more start of phase 2, placed
-      first fit or, when that fails, by CP-SAT within `place_limit` units of its deterministic
-      time (`schedopt.policies.smd.cpsat`; 0: not tried);
+      first fit or, when that fails, by the tabu search of `schedopt.policies.smd.repack`
+      (numpy), and when that fails too by CP-SAT within `place_limit` units of its
+      deterministic time (`schedopt.policies.smd.cpsat`; 0, the default: not tried);
     - the LP relaxation's placement (below) rounded down per machine, a worker or PS put back
       where a job has none, as one more start of phase 2 (lp_start=False leaves it out, for
       comparisons);
@@ -281,7 +285,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     higher one where resources bind), and status is optimal when the objective reaches it.
     details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
-    placed yet), start ("first fit", "search" or "repair"), paper_objective (s, before the
+    placed yet), start ("first fit", "search" or "repair"), bound_start (how the bound's
+    choice was placed: "first fit", "tabu search", "cpsat", or None when it was not), paper_objective (s, before the
     search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
     repack (steps, tries, seconds), upgrade (tries, placed), transfer (dropped, transfers,
     exchanges), gap ((objective -
@@ -348,14 +353,20 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         starts += [] if rounded is None else [fill(rounded)]
     # the bound's own choice (priced up until the cluster totals hold it), placed first fit
     choice = _fitting_choice(np.where(cfg.valid, T, np.inf), shares, prices)
+    bound_start = None
     if choice is not None and beyond:
-        realized = pack_counts(problem, cfg.workers[rows, choice], cfg.ps[rows, choice])
-        if realized is None and place_limit > 0:  # CP-SAT places what first fit cannot
-            placed, _ = place(program or exact_program(problem, cfg, symmetry=False), choice,
-                              place_limit)
-            realized = None if placed is None else Packing.of(problem, placed.workers, placed.ps)
+        w, p = cfg.workers[rows, choice], cfg.ps[rows, choice]
+        realized, placed_by = pack_counts(problem, w, p), "first fit"
+        if realized is None:  # the tabu search, then CP-SAT, places what first fit cannot
+            found, placed_by = tabu_placement(problem, w, p, seed=seed), "tabu search"
+            if found is None and place_limit > 0:
+                found, _ = place(program or exact_program(problem, cfg, symmetry=False), choice,
+                                 place_limit)
+                placed_by = "cpsat"
+            realized = None if found is None else Packing.of(problem, found.workers, found.ps)
             if realized is not None:
                 realized.relocate = RELOCATE
+        bound_start = placed_by if realized is not None else None
         starts += [] if realized is None else [fill(realized)]
     sizes = (problem.worker_demand @ price, problem.ps_demand @ price)
     # small problems: the passes' placement searches share one node budget
@@ -366,6 +377,7 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     details = {key: phase1[key] for key in ("iterations", "residual", "stopped")}
     details["relaxed_objective"] = phase1["relaxed_objective"]
     details["start"] = how
+    details["bound_start"] = bound_start
     details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
     searched = time.perf_counter()
     target = bound * (1 + gap_tolerance)  # the searches stop once the objective is this close

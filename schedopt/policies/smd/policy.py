@@ -67,9 +67,10 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
     """SMD (schedopt.policies.smd.algorithm): epsilon is the stopping tolerance of the sum-of-ratios
     residuals (0 < epsilon < 1), max_iterations caps its Newton iterations, search_steps the
     ruin-and-recreate steps after the paper's method, seed its random choices, place_limit the
-    work CP-SAT may do to place the Lagrangian bound's choice, in its deterministic time (about
-    seconds of one core; the same answer whatever the machine's load; 0: not tried; then CP-SAT runs
-    only when nothing else places one worker and one PS per job), lns_steps the
+    work CP-SAT may do to place the Lagrangian bound's choice where first fit and a tabu search
+    cannot, in its deterministic time (about seconds of one core; the same answer whatever the
+    machine's load; 0, the default: not tried; then CP-SAT runs only when nothing else places
+    one worker and one PS per job), lns_steps the
     steps of the large-neighbourhood search over the exact MILP (CP-SAT; 0: none), upgrade_tries
     the CP-SAT placements of one job's extra task after it (0: none), repack_patience the
     changes of one task in a row that the repacking step tries without placing one before it
@@ -115,7 +116,8 @@ class SmdOptions:
     """epsilon: stopping tolerance of the sum-of-ratios residuals, in (0, 1); max_iterations:
     cap on its Newton iterations; search_steps: ruin-and-recreate steps after the paper's
     method; seed: the search's random choices; place_limit: CP-SAT deterministic time (about
-    seconds of one core) to place the Lagrangian bound's configuration choice (0: not tried); lns_steps: steps
+    seconds of one core) to place the Lagrangian bound's configuration choice where first fit
+    and a tabu search cannot (0, the default: not tried); lns_steps: steps
     of the large-neighbourhood search over the exact MILP after the numpy search (CP-SAT, a few
     jobs at a time; 0: none); upgrade_tries: CP-SAT placements of one job's extra task after
     it (0: none); repack_patience: changes of one task in a row the repacking step tries

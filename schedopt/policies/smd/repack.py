@@ -30,10 +30,12 @@ import numpy as np
 from schedopt.policies.smd.model import Placement, SmdProblem
 
 ITERATIONS = 60  # tabu iterations per change tried
-PATIENCE = 12  # failed changes in a row after which the search stops (docs/smd.md)
+PATIENCE = 24  # failed changes in a row after which the search stops (docs/smd.md)
+HEAD = 12  # changes tried best first before the others are taken one added kind at a time
 TENURE = 7  # iterations a move back stays tabu (plus 0-2 at random)
 TOLERANCE = 1e-9  # capacity slack (absolute), as Placement.violations
 POOL = 256  # task kinds paired at most on each side of a change (`_changes`)
+PLACE_ITERATIONS = 200  # tabu iterations to place a given choice of counts (`tabu_placement`)
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -148,6 +150,14 @@ def _changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarr
     keep = fits & (change < -1e-12 * float(T.sum())) & (change >= -slack)
     rows, cols = np.nonzero(keep)
     order = np.argsort(change[rows, cols], kind="stable")
+    head, rest = order[:HEAD], order[HEAD:]
+    # after the HEAD best, the best change of each added kind, then the second best of each...
+    kind = rows[rest]
+    by_kind = np.argsort(kind, kind="stable")
+    starts = np.flatnonzero(np.r_[True, kind[by_kind][1:] != kind[by_kind][:-1]])
+    rank = np.empty(kind.size, dtype=np.int64)
+    rank[by_kind] = np.arange(kind.size) - np.repeat(starts, np.diff(np.r_[starts, kind.size]))
+    order = np.concatenate([head, rest[np.argsort(rank, kind="stable")]])
     removed = np.append(cuts, -1)[cols]
     return change[rows, cols][order], adds[rows][order], removed[order]
 
@@ -210,3 +220,23 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
             break
     stats["seconds"] = time.perf_counter() - clock
     return Placement(counts[:n].copy(), counts[n:].copy()), stats
+
+
+def tabu_placement(problem: SmdProblem, w: np.ndarray, p: np.ndarray, iterations: int = PLACE_ITERATIONS,
+           seed: int = 0) -> Placement | None:
+    """A placement of exactly w[i] workers and p[i] PSs per job, or None: every task, largest
+    share of the cluster's totals first, on the machine it overflows least, then the tabu
+    search (`relieve`) for at most `iterations` iterations."""
+    n = problem.num_jobs
+    cluster = _Cluster(problem)
+    total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
+    size = (cluster.demand / np.where(total > 0, total, 1.0)).sum(axis=1)
+    tasks = np.repeat(np.arange(2 * n), np.concatenate([w, p]).astype(np.int64))
+    counts = np.zeros((2 * n, problem.num_machines), dtype=np.int64)
+    load = np.zeros(problem.capacity.shape)
+    for u in tasks[np.argsort(-size[tasks], kind="stable")].tolist():
+        to = int(np.argmin(cluster.overflow(load + cluster.demand[u]) - cluster.overflow(load)))
+        counts[u, to] += 1
+        load[to] += cluster.demand[u]
+    found = relieve(cluster, counts, iterations, np.random.default_rng(seed))
+    return None if found is None else Placement(found[:n].copy(), found[n:].copy())

@@ -72,6 +72,9 @@ UPGRADE_WORK = 0.05  # CP-SAT deterministic time per upgrade try
 # CP-SAT to place the whole cluster (at 60 jobs it needs about 0.2 units just to re-place
 # smd's own choice), and no try placed anything there on the benchmark's instances (docs/smd.md)
 UPGRADE_MAX_JOBS = 50
+# the best starts of phase 2 that the numpy search and the repacking step each run from (the
+# better result goes on): a start that is better before them can end worse after them
+SEARCHED_STARTS = 2
 
 
 @dataclass
@@ -242,6 +245,13 @@ def _rounded(problem: SmdProblem, program, values: np.ndarray) -> Packing | None
     return pack
 
 
+def _add(details: dict, key: str, stats: dict) -> None:
+    """details[key] += stats, field by field (the statistics of a step run from several starts)."""
+    mine = details.setdefault(key, {})
+    for field_name, number in stats.items():
+        mine[field_name] = mine.get(field_name, 0) + number
+
+
 def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, search_steps: int = DEFAULT_SEARCH_STEPS,
         seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
@@ -271,6 +281,11 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     - one job's task more (alone or for another job's task less), the placement repacked by a
       tabu search over task moves and swaps (`schedopt.policies.smd.repack`, numpy), until
       `repack_patience` changes in a row find no placement (0: none) or the CPU-time cap binds;
+    - the search and the repacking step run from each of the SEARCHED_STARTS best starts of
+      phase 2 (the better result goes on; their statistics in details are summed, and
+      details searched_starts counts the starts; a start is skipped when the result before it
+      is within the gap tolerance of the bound, or when it has the same objective as the one
+      before it);
     - `lns_steps` steps of the large-neighbourhood search (`schedopt.policies.smd.neighbourhood`);
     - `upgrade_tries` CP-SAT placements of one more task for the job it helps most
       (`schedopt.policies.smd.upgrade`, UPGRADE_WORK units of deterministic time each), on
@@ -385,16 +400,28 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     def left() -> float:  # CPU seconds left of the cap
         return time_limit - (time.process_time() - cpu)
 
-    if search_steps and problem.num_jobs and beyond:
-        # at most half of what is left of the cap, so that the repacking step has time
-        pack, details["search"] = ruin_and_recreate(
-            problem, cfg, pack, sizes, search_steps, left() / (2 if repack_patience else 1),
-            seed, target)
-    if repack_patience and problem.num_jobs and beyond:
-        placed, details["repack"] = repack(problem, Placement(pack.workers, pack.ps),
-                                           repack_patience, seed=seed, bound=bound,
-                                           target=target, time_limit=left())
-        pack = Packing.of(problem, placed.workers, placed.ps)
+    value = lambda pk: float(problem.completion_time(pk.w, pk.p).sum())  # noqa: E731
+    ranked = sorted(finals, key=value)[:SEARCHED_STARTS]
+    values = [value(pk) for pk in ranked]
+    for k, start_pack in enumerate(ranked if problem.num_jobs and beyond else []):
+        if k and (values[k] == values[k - 1] or value(pack) <= target * (1 + 1e-9)):
+            continue  # most likely the same placement, or the first is close enough
+        details["searched_starts"] = details.get("searched_starts", 0) + 1
+        rest = len(ranked) - k  # the starts still to search share what is left of the cap
+        if search_steps:
+            # at most half of a start's share, so that the repacking step has time
+            start_pack, stats = ruin_and_recreate(
+                problem, cfg, start_pack, sizes, search_steps,
+                left() / rest / (2 if repack_patience else 1), seed, target)
+            _add(details, "search", stats)
+        if repack_patience:
+            placed, stats = repack(problem, Placement(start_pack.workers, start_pack.ps),
+                                   repack_patience, seed=seed, bound=bound, target=target,
+                                   time_limit=left() / rest)
+            start_pack = Packing.of(problem, placed.workers, placed.ps)
+            _add(details, "repack", stats)
+        if k == 0 or value(start_pack) < value(pack):
+            pack = start_pack
     if lns_steps and problem.num_jobs and beyond:
         guide = None if lp is None else (lp[program.x.columns].reshape(program.x.shape),
                                          lp[program.y.columns].reshape(program.y.shape))

@@ -301,8 +301,8 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     details: iterations, residual, stopped (phase 1, see `sum_of_ratios`),
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), bound_start (how the bound's
-    choice was placed: "first fit", "tabu search", "cpsat", or None when it was not), paper_objective (s, before the
-    search), search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
+    choice was placed: "first fit", "tabu search", "cpsat", or None when it was not),
+    paper_objective (s, before the search), searched_starts, search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
     repack (steps, tries, seconds), upgrade (tries, placed), transfer (dropped, transfers,
     exchanges), gap ((objective -
     bound) / objective), bounds (lagrangian, relaxation: None when HiGHS gave no duals),

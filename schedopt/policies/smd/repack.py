@@ -13,12 +13,16 @@ until nothing overflows. A move back is tabu for a few iterations unless it reac
 overflow than any before. The placement found replaces the incumbent, whose sum it lowers by
 construction.
 
-Changes are tried in order of their fall in the sum, each at most once per incumbent. One is
-ruled out without a search when the cluster's free resources in total (with the removed
-task's) cannot hold the new task, or when its fall exceeds the distance to a proven lower
-bound. The search stops after `patience` failed changes in a row. On NIC-bound instances of
-the regimes benchmark the change placed was among the first three tried in 14 of 15 steps (a
-prototype of this step), and an iteration costs about 0.35 ms at 47 jobs.
+Each change is tried at most once per incumbent: the HEAD with the largest falls in the sum
+first, then the best remaining change of each added task kind, then the second best of each,
+and so on (a job whose extra task cannot be placed would otherwise use up the patience with
+one removal after another). One is ruled out without a search when the cluster's free
+resources in total (with the removed task's) cannot hold the new task, or when its fall
+exceeds the distance to a proven lower bound. The search stops after `patience` failed
+changes in a row. An iteration costs about 0.35 ms at 47 jobs.
+
+The same tabu search places a given choice of counts from scratch (`tabu_placement`): smd
+uses it for the Lagrangian bound's configuration choice where first fit fails.
 """
 
 from __future__ import annotations
@@ -222,8 +226,8 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
     return Placement(counts[:n].copy(), counts[n:].copy()), stats
 
 
-def tabu_placement(problem: SmdProblem, w: np.ndarray, p: np.ndarray, iterations: int = PLACE_ITERATIONS,
-           seed: int = 0) -> Placement | None:
+def tabu_placement(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
+                   iterations: int = PLACE_ITERATIONS, seed: int = 0) -> Placement | None:
     """A placement of exactly w[i] workers and p[i] PSs per job, or None: every task, largest
     share of the cluster's totals first, on the machine it overflows least, then the tabu
     search (`relieve`) for at most `iterations` iterations."""

@@ -302,10 +302,10 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     relaxed_objective (s; phase 1's best choice, whose cluster totals fit but which is not
     placed yet), start ("first fit", "search" or "repair"), bound_start (how the bound's
     choice was placed: "first fit", "tabu search", "cpsat", or None when it was not),
-    paper_objective (s, before the search), searched_starts, search (steps, improving steps, seconds), lns (steps, improved, solved, seconds),
-    repack (steps, tries, seconds), upgrade (tries, placed), transfer (dropped, transfers,
-    exchanges), gap ((objective -
-    bound) / objective), bounds (lagrangian, relaxation: None when HiGHS gave no duals),
+    paper_objective (s, before the search), searched_starts, search (steps, improving steps,
+    seconds), repack (steps, tries, seconds), lns (steps, improved, solved, seconds), upgrade
+    (tries, placed), transfer (dropped, transfers, exchanges), gap ((objective - bound) /
+    objective), bounds (lagrangian, relaxation: None when HiGHS gave no duals),
     phase_seconds [phase 1, phase 2, search]."""
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
@@ -388,21 +388,22 @@ def smd(problem: SmdProblem, epsilon: float = DEFAULT_EPSILON,
     passes = {"sizes": sizes, "nodes_left": [REPACK_NODES]} if small else \
         {"rounds": 2, "max_trials": problem.num_jobs}
     finals = [exchange_pass(problem, pk, cfg.workers, cfg.ps, T, **passes) for pk in starts]
-    pack = min(finals, key=lambda pk: problem.completion_time(pk.w, pk.p).sum())
+    value = lambda pk: float(problem.completion_time(pk.w, pk.p).sum())  # noqa: E731
+    values = [value(pk) for pk in finals]
+    best_first = np.argsort(values, kind="stable")[:SEARCHED_STARTS]
+    ranked, values = [finals[k] for k in best_first], [values[k] for k in best_first]
+    pack = ranked[0]
     details = {key: phase1[key] for key in ("iterations", "residual", "stopped")}
     details["relaxed_objective"] = phase1["relaxed_objective"]
     details["start"] = how
     details["bound_start"] = bound_start
-    details["paper_objective"] = float(problem.completion_time(pack.w, pack.p).sum())
+    details["paper_objective"] = value(pack)
     searched = time.perf_counter()
     target = bound * (1 + gap_tolerance)  # the searches stop once the objective is this close
 
     def left() -> float:  # CPU seconds left of the cap
         return time_limit - (time.process_time() - cpu)
 
-    value = lambda pk: float(problem.completion_time(pk.w, pk.p).sum())  # noqa: E731
-    ranked = sorted(finals, key=value)[:SEARCHED_STARTS]
-    values = [value(pk) for pk in ranked]
     for k, start_pack in enumerate(ranked if problem.num_jobs and beyond else []):
         if k and (values[k] == values[k - 1] or value(pack) <= target * (1 + 1e-9)):
             continue  # most likely the same placement, or the first is close enough

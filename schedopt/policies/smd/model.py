@@ -190,6 +190,14 @@ class SmdProblem:
                           self.completion_time(w, np.minimum(p + 1, self.max_ps)) - T, np.inf)
         return fewer_w, fewer_p, more_w, more_p
 
+    def task_sizes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(n,) each job's worker and PS: its demands summed over resources, each in shares of
+        the cluster's total (unlimited capacities count 0; a resource with no total counts in
+        its own units). The first-fit rules place the largest tasks first by it."""
+        total = np.where(np.isfinite(self.capacity), self.capacity, 0.0).sum(axis=0)
+        scale = np.where(total > 0, total, 1.0)
+        return (self.worker_demand / scale).sum(axis=1), (self.ps_demand / scale).sum(axis=1)
+
     def usage(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """(H, R) resources used on each machine by placements workers, ps (n, H)."""
         return workers.T @ self.worker_demand + ps.T @ self.ps_demand

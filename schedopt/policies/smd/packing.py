@@ -308,10 +308,8 @@ def pack_counts(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
     orders (each job whole, largest first; every PS group first; every worker group first,
     groups by decreasing summed shares), then, for at most SEARCH_TASKS tasks (or when
     `search` is True), the exhaustive `_search` (within `budget`, see there)."""
-    total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
-    scale = np.where(total > 0, total, 1.0)
-    size_w = (problem.worker_demand / scale).sum(axis=1) * w
-    size_p = (problem.ps_demand / scale).sum(axis=1) * p
+    size_w, size_p = problem.task_sizes()
+    size_w, size_p = size_w * w, size_p * p
     by_job = np.argsort(-(size_w + size_p), kind="stable")
     orders = [
         [(int(i), int(w[i]), int(p[i])) for i in by_job],

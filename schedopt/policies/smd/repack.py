@@ -61,6 +61,10 @@ class _Cluster:
     def overflow(self, load: np.ndarray, machines=slice(None)) -> np.ndarray:
         return _overflow(load, self.capacity[machines], self.scale[machines])
 
+    def least_overflow(self, load: np.ndarray, kind: int) -> int:
+        """The machine whose overflow one more task of `kind` raises least."""
+        return int(np.argmin(self.overflow(load + self.demand[kind]) - self.overflow(load)))
+
 
 def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
             rng: np.random.Generator) -> np.ndarray | None:
@@ -121,7 +125,9 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
 def _changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarray,
              T: np.ndarray, left: np.ndarray,
              slack: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The changes of counts worth a search, best first: (fall of the sum in s (< 0), task kind
+    """The changes of counts worth a search, in the order they are tried (the HEAD largest
+    falls first, then one per added kind in turn; module docstring): (fall of the sum in s
+    (< 0), task kind
     added, task kind removed or -1), over task kinds 0..2n-1 with their `demand` (2n, R), from
     counts w, p whose completion times are T (module docstring). Above POOL kinds, only the
     POOL largest falls of one task more and the POOL smallest rises of one task less are
@@ -179,8 +185,7 @@ def _moved(cluster: _Cluster, counts: np.ndarray, load: np.ndarray, added: int,
         counts[removed, h] -= 1
         load = load.copy()
         load[h] -= D[removed]
-    to = int(np.argmin(cluster.overflow(load + D[added]) - cluster.overflow(load)))
-    counts[added, to] += 1
+    counts[added, cluster.least_overflow(load, added)] += 1
     return counts
 
 
@@ -233,13 +238,12 @@ def tabu_placement(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
     search (`relieve`) for at most `iterations` iterations."""
     n = problem.num_jobs
     cluster = _Cluster(problem)
-    total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
-    size = (cluster.demand / np.where(total > 0, total, 1.0)).sum(axis=1)
+    size = np.concatenate(problem.task_sizes())
     tasks = np.repeat(np.arange(2 * n), np.concatenate([w, p]).astype(np.int64))
     counts = np.zeros((2 * n, problem.num_machines), dtype=np.int64)
     load = np.zeros(problem.capacity.shape)
     for u in tasks[np.argsort(-size[tasks], kind="stable")].tolist():
-        to = int(np.argmin(cluster.overflow(load + cluster.demand[u]) - cluster.overflow(load)))
+        to = cluster.least_overflow(load, u)
         counts[u, to] += 1
         load[to] += cluster.demand[u]
     found = relieve(cluster, counts, iterations, np.random.default_rng(seed))

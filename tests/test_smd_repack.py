@@ -13,7 +13,8 @@ from schedopt.instance import parse_instance
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.model import Placement, SmdProblem
 from schedopt.policies.smd import repack as repack_module
-from schedopt.policies.smd.repack import HEAD, TOLERANCE, _changes, _Cluster, relieve, repack
+from schedopt.policies.smd.repack import (HEAD, TOLERANCE, _changes, _Cluster, _overflow,
+                                          _overflows, relieve, repack)
 
 
 def _workers_doc(bandwidths: list[float]) -> dict:
@@ -64,6 +65,21 @@ def test_a_swap_makes_room_where_no_move_does():
         np.testing.assert_array_equal(found.sum(axis=1), counts.sum(axis=1))
         np.testing.assert_allclose(_bandwidth_per_machine(problem, found), [10, 10])
         assert found[0].tolist() == found[4].tolist()  # the 6 and the 4 share a machine
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 12))
+def test_resource_major_overflows_are_the_broadcast_ones_bit_for_bit(seed, m, C):
+    # the tabu search's scores come from `_overflows`; the same bits as `_overflow` on the
+    # (m, C, R) broadcast keep its answers what they were before the rewrite, ties included
+    rng = np.random.default_rng(seed)
+    R = 4
+    base, added = rng.uniform(-5, 20, (R, C)), rng.uniform(-10, 10, (R, m))
+    added[rng.random((R, m)) < 0.3] = 0.0
+    capacity = rng.uniform(1, 15, (R, C))
+    scale = np.where(rng.random((R, C)) < 0.2, 1.0, rng.uniform(0.5, 64, (R, C)))
+    broadcast = _overflow((base.T[None] + added.T[:, None]), capacity.T[None], scale.T[None])
+    np.testing.assert_array_equal(_overflows(base, added, capacity, scale), broadcast)
 
 
 def test_no_placement_gives_none():

@@ -19,7 +19,8 @@ and so on (a job whose extra task cannot be placed would otherwise use up the pa
 one removal after another). One is ruled out without a search when the cluster's free
 resources in total (with the removed task's) cannot hold the new task, or when its fall
 exceeds the distance to a proven lower bound. The search stops after `patience` failed
-changes in a row. An iteration costs about 0.35 ms at 47 jobs.
+changes in a row. An iteration costs about 0.3 ms at 60 jobs (0.42 ms before the scores were
+computed resource-major, `_overflows`).
 
 The same tabu search places a given choice of counts from scratch (`tabu_placement`): smd
 uses it for the Lagrangian bound's configuration choice where first fit fails.
@@ -57,6 +58,9 @@ class _Cluster:
         self.capacity = problem.capacity + TOLERANCE
         finite = np.isfinite(problem.capacity) & (problem.capacity > 0)
         self.scale = np.where(finite, problem.capacity, 1.0)
+        # resource-major copies for `_overflows`; the last kind, all zeros, is "no task"
+        self.demand_t = np.concatenate([self.demand, np.zeros((1, self.demand.shape[1]))]).T.copy()
+        self.capacity_t, self.scale_t = self.capacity.T.copy(), self.scale.T.copy()
 
     def overflow(self, load: np.ndarray, machines=slice(None)) -> np.ndarray:
         return _overflow(load, self.capacity[machines], self.scale[machines])
@@ -66,12 +70,31 @@ class _Cluster:
         return int(np.argmin(self.overflow(load + self.demand[kind]) - self.overflow(load)))
 
 
+def _overflows(base: np.ndarray, added: np.ndarray, capacity: np.ndarray,
+               scale: np.ndarray) -> np.ndarray:
+    """(m, C): `_overflow` of load base[:, c] + added[:, a] against column c's capacity and
+    scale (all resource-major: base, capacity, scale (R, C), added (R, m)). The same operations
+    in the same order as `_overflow` on the (m, C, R) broadcast, so the same bits, about twice
+    as fast on the 60-job benchmark instances: the resources are summed one slab at a time
+    instead of along a short last axis."""
+    load = base[:, None, :] + added[:, :, None]
+    load -= capacity[:, None, :]
+    np.maximum(load, 0.0, out=load)
+    load /= scale[:, None, :]
+    total = load[0].copy()
+    for share in load[1:]:
+        total += share
+    return total
+
+
 def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
             rng: np.random.Generator) -> np.ndarray | None:
     """The tabu search of the module docstring on task counts (2n, H) (one row per task kind);
     returns counts with no machine over capacity, or None after `iterations` without."""
     counts = counts.copy()
-    D = cluster.demand
+    D, DT = cluster.demand, cluster.demand_t
+    cap, scale = cluster.capacity_t, cluster.scale_t
+    H = counts.shape[1]
     load = counts.T @ D
     over = cluster.overflow(load)
     best = float(over.sum())
@@ -84,15 +107,19 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
         hot = np.flatnonzero(over > 0)
         h = int(hot[rng.integers(hot.size)])
         mine = kinds[machines == h]  # the task kinds on the machine this iteration relieves
-        src = cluster.overflow(load[h] - D[mine], h) - over[h]  # (m,)
-        # one task of `mine` to any machine
-        moved = src[:, None] + cluster.overflow(load[None] + D[mine][:, None], slice(None)) - over
+        loaded, dm = load.T, DT[:, mine]  # (R, H), (R, m)
+        # a task of `mine` onto each machine (first H columns), or onto the machine of each
+        # task (kinds, machines) once that task has left it (the next K)
+        onto = _overflows(np.concatenate([loaded, loaded[:, machines] - DT[:, kinds]], axis=1),
+                          dm, np.concatenate([cap, cap[:, machines]], axis=1),
+                          np.concatenate([scale, scale[:, machines]], axis=1))
+        # machine h without a task of `mine`, with a task of each kind added (the last: none)
+        off = _overflows(DT, loaded[:, h, None] - dm, np.broadcast_to(cap[:, h, None], DT.shape),
+                         np.broadcast_to(scale[:, h, None], DT.shape))
+        moved = (off[:, -1] - over[h])[:, None] + onto[:, :H] - over
         moved[:, h] = np.inf
         # one task of `mine` for one task of another kind on another machine
-        here = load[h][None, None] - D[mine][:, None] + D[kinds][None]
-        there = load[machines][None] - D[kinds][None] + D[mine][:, None]
-        swapped = (cluster.overflow(here, h) - over[h]
-                   + cluster.overflow(there, machines) - over[machines][None])
+        swapped = off[:, kinds] - over[h] + onto[:, H:] - over[machines][None]
         swapped[:, (machines == h)] = np.inf
         swapped[mine[:, None] == kinds[None]] = np.inf
         aspire = best - total - 1e-12  # a tabu move is allowed when it beats the best so far
@@ -104,7 +131,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
         if not np.isfinite(scores[pick]):
             return None  # every move is tabu
         if pick < moved.size:
-            row, to = divmod(pick, counts.shape[1])
+            row, to = divmod(pick, H)
             changes = [(int(mine[row]), h, to)]
         else:
             row, col = divmod(pick - moved.size, kinds.size)

@@ -41,6 +41,8 @@ TENURE = 7  # iterations a move back stays tabu (plus 0-2 at random)
 TOLERANCE = 1e-9  # capacity slack (absolute), as Placement.violations
 POOL = 256  # task kinds paired at most on each side of a change (`_changes`)
 PLACE_ITERATIONS = 200  # tabu iterations to place a given choice of counts (`tabu_placement`)
+COMPOUND = 6  # compound changes tried once the single ones are spent (`_compound_changes`)
+MAX_REMOVED = 3  # tasks of other jobs a compound change removes at most
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -199,26 +201,82 @@ def _changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarr
     return change[rows, cols][order], adds[rows][order], removed[order]
 
 
-def _moved(cluster: _Cluster, counts: np.ndarray, load: np.ndarray, added: int,
-           removed: int) -> np.ndarray:
-    """`counts` with one task of kind `removed` (-1: none) off the machine where the added
-    task would then overflow least, and one of kind `added` on the machine it overflows least."""
+def _moved(cluster: _Cluster, counts: np.ndarray, load: np.ndarray, added, removed) -> np.ndarray:
+    """`counts` with one task of each kind in `removed` (an int, -1 for none, or a list) off
+    the machine where the first added task would then overflow least, and one of each kind in
+    `added` (an int or a list) on the machine it overflows least, in turn."""
+    added = [added] if isinstance(added, int) else list(added)
+    removed = ([] if removed < 0 else [removed]) if isinstance(removed, int) else list(removed)
     counts = counts.copy()
+    load = load.copy()
     D = cluster.demand
-    if removed >= 0:
-        hosts = np.flatnonzero(counts[removed])
-        after = load[hosts] - D[removed] + D[added]
+    for u in removed:
+        hosts = np.flatnonzero(counts[u])
+        after = load[hosts] - D[u] + D[added[0]]
         h = int(hosts[np.argmin(cluster.overflow(after, hosts))])
-        counts[removed, h] -= 1
-        load = load.copy()
-        load[h] -= D[removed]
-    counts[added, cluster.least_overflow(load, added)] += 1
+        counts[u, h] -= 1
+        load[h] -= D[u]
+    for u in added:
+        h = cluster.least_overflow(load, u)
+        counts[u, h] += 1
+        load[h] += D[u]
     return counts
+
+
+def _compound_changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarray,
+                      T: np.ndarray, left: np.ndarray, slack: float) -> list:
+    """Changes of counts that no single change reaches: one job's worker, PS, or both more,
+    for up to MAX_REMOVED tasks less of other jobs (one per job), chosen greedily by the rise
+    of their job's completion time per share of the missing room they free, until the
+    cluster's free resources in total hold the added tasks. Returns (fall of the sum in s,
+    added kinds, removed kinds) for those that lower the sum by at most `slack`, largest fall
+    first."""
+    n = problem.num_jobs
+    fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
+    loss = np.concatenate([fewer_w, fewer_p])
+    finite = np.isfinite(problem.capacity)
+    total = np.where(finite, problem.capacity, 0.0).sum(axis=0)
+    scale = np.where(total > 0, total, 1.0)
+    room = np.where(finite, left, 0.0).sum(axis=0)
+    unlimited = ~finite.all(axis=0)  # a resource some machine has without limit never lacks
+    both = np.where((w < problem.max_workers) & (p < problem.max_ps),
+                    problem.completion_time(np.minimum(w + 1, problem.max_workers),
+                                            np.minimum(p + 1, problem.max_ps)) - T, np.inf)
+    floor = -1e-12 * float(T.sum())
+    out = []
+    for gain, kinds in ([(more_w[i], (i,)) for i in range(n)]
+                        + [(more_p[i], (n + i,)) for i in range(n)]
+                        + [(both[i], (i, n + i)) for i in range(n)]):
+        if not gain < floor:
+            continue
+        job = kinds[0] % n
+        need = np.where(unlimited, 0.0, demand[list(kinds)].sum(axis=0) - room)
+        fall, removed, jobs = float(gain), [], {job}
+        while (need > TOLERANCE).any() and len(removed) < MAX_REMOVED:
+            cover = (np.minimum(demand, np.maximum(need, 0.0)) / scale).sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                score = np.where(cover > 0, loss / cover, np.inf)
+            score[[j for j in jobs] + [j + n for j in jobs]] = np.inf
+            u = int(np.argmin(score))
+            if not np.isfinite(score[u]):
+                break
+            removed.append(u)
+            jobs.add(u % n)
+            fall += float(loss[u])
+            need = need - demand[u]
+        if len(removed) < 2 and len(kinds) < 2:
+            continue  # a single change, tried before
+        if (need > TOLERANCE).any() or not floor > fall >= -slack:
+            continue
+        out.append((fall, list(kinds), removed))
+    out.sort(key=lambda change: change[0])
+    return out
 
 
 def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
            iterations: int = ITERATIONS, seed: int = 0, bound: float = -np.inf,
-           target: float = -np.inf, time_limit: float = np.inf) -> tuple[Placement, dict]:
+           target: float = -np.inf, time_limit: float = np.inf,
+           compound: int | None = None) -> tuple[Placement, dict]:
     """The search of the module docstring from `placement` (feasible); it stops after
     `patience` failed changes in a row, once the sum is within 1e-9 of `target`, or when
     `time_limit` seconds of CPU time have passed (checked between changes). `bound`: a
@@ -226,6 +284,7 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
     Returns the placement it ends at (feasible; its sum never higher) and statistics (steps:
     changes made, tries: changes searched, seconds)."""
     clock, cpu = time.perf_counter(), time.process_time()
+    compound = COMPOUND if compound is None else compound
     rng = np.random.default_rng(seed)
     n = problem.num_jobs
     cluster = _Cluster(problem)
@@ -253,9 +312,30 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
                 break
             failed += 1
         else:
+            if compound and time.process_time() - cpu < time_limit and _compound_step(problem, cluster, counts, load, w, p, T,
+                                           value - bound, compound, iterations, rng, stats):
+                counts, failed = stats.pop("found"), 0
+                continue
             break
     stats["seconds"] = time.perf_counter() - clock
     return Placement(counts[:n].copy(), counts[n:].copy()), stats
+
+
+def _compound_step(problem, cluster, counts, load, w, p, T, slack, tries, iterations, rng,
+                   stats) -> bool:
+    """Tries the `tries` largest compound changes (`_compound_changes`) in turn; on the first
+    placed, stores its counts in stats["found"] and returns True."""
+    for _, added, removed in _compound_changes(problem, cluster.demand, w, p, T,
+                                               problem.capacity - load, slack)[:tries]:
+        stats["tries"] += 1
+        stats["compound_tries"] = stats.get("compound_tries", 0) + 1
+        found = relieve(cluster, _moved(cluster, counts, load, added, removed), iterations, rng)
+        if found is not None:
+            stats["steps"] += 1
+            stats["compound_steps"] = stats.get("compound_steps", 0) + 1
+            stats["found"] = found
+            return True
+    return False
 
 
 def tabu_placement(problem: SmdProblem, w: np.ndarray, p: np.ndarray,

@@ -209,6 +209,25 @@ def test_a_compound_change_reaches_the_optimum_where_no_single_change_does():
     assert single.objective > 183_000
 
 
+def test_a_compound_change_with_a_removal_more_than_the_totals_need():
+    # instance 8 of the mixed regime (28 jobs, 18 machines): smd_exact (two CP-SAT workers,
+    # 600 s) found 220,592.51 s and no better. There one job has a worker and a PS more and two
+    # others a worker less each; the cluster's free resources in total hold the added tasks
+    # once one of those workers is gone, but no machine does: the change is placed only with
+    # the second removal, which the compound changes add once the totals hold
+    problem = benchmark_instance("mixed", 8)
+    result = smd(problem, time_limit=1e9)
+    assert result.placement.violations(problem) == []
+    assert result.objective <= 220_592.52
+    saved = repack_module.DEEPEN
+    repack_module.DEEPEN = False
+    try:
+        shallow = smd(problem, time_limit=1e9)
+    finally:
+        repack_module.DEEPEN = saved
+    assert shallow.objective > 222_000
+
+
 def _assert_tried_in_order(values, added):
     """The HEAD largest falls first, best first; then the best change of each added kind, then
     the second best of each, and so on, each round best first."""

@@ -18,9 +18,11 @@ first, then the best remaining change of each added task kind, then the second b
 and so on (a job whose extra task cannot be placed would otherwise use up the patience with
 one removal after another). One is ruled out without a search when the cluster's free
 resources in total (with the removed task's) cannot hold the new task, or when its fall
-exceeds the distance to a proven lower bound. The search stops after `patience` failed
-changes in a row. An iteration costs about 0.3 ms at 60 jobs (0.42 ms before the scores were
-computed resource-major, `_overflows`).
+exceeds the distance to a proven lower bound. After `patience` failed changes in a row,
+up to COMPOUND compound changes are tried (`_compound_changes`: one job's worker, PS or both
+more, for up to MAX_REMOVED tasks less of other jobs); the search goes on from the first one
+placed, and stops when none is. A tabu iteration costs about 0.3 ms at 60 jobs (0.42 ms
+before the scores were computed resource-major, `_overflows`).
 
 The same tabu search places a given choice of counts from scratch (`tabu_placement`): smd
 uses it for the Lagrangian bound's configuration choice where first fit fails.
@@ -43,6 +45,7 @@ POOL = 256  # task kinds paired at most on each side of a change (`_changes`)
 PLACE_ITERATIONS = 200  # tabu iterations to place a given choice of counts (`tabu_placement`)
 COMPOUND = 6  # compound changes tried once the single ones are spent (`_compound_changes`)
 MAX_REMOVED = 3  # tasks of other jobs a compound change removes at most
+DEEPEN = True  # compound changes with one removal more than their totals need (`_compound_changes`)
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -228,9 +231,11 @@ def _compound_changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p:
     """Changes of counts that no single change reaches: one job's worker, PS, or both more,
     for up to MAX_REMOVED tasks less of other jobs (one per job), chosen greedily by the rise
     of their job's completion time per share of the missing room they free, until the
-    cluster's free resources in total hold the added tasks. Returns (fall of the sum in s,
-    added kinds, removed kinds) for those that lower the sum by at most `slack`, largest fall
-    first. Vectorized over the 3n candidate additions; the greedy runs MAX_REMOVED rounds."""
+    cluster's free resources in total hold the added tasks, and (DEEPEN) one or two tasks more
+    by the rise per share of the added tasks' demand, since the totals may hold them while no
+    machine can. Returns (fall of the sum in s, added kinds, removed kinds) for each variant
+    that lowers the sum by at most `slack`, largest fall first. Vectorized over the 3n
+    candidate additions; the greedy runs MAX_REMOVED rounds."""
     n = problem.num_jobs
     fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
     loss = np.concatenate([fewer_w, fewer_p])
@@ -259,25 +264,33 @@ def _compound_changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p:
     banned[rows, job], banned[rows, job + n] = True, True
     removed = np.full((C, MAX_REMOVED), -1)
     fall = gain.astype(float)
+
+    def holding(count: int, among: np.ndarray) -> list:  # variants whose totals hold
+        ok = among & ~(need > TOLERANCE).any(axis=1) & (fall < floor) & (fall >= -slack)
+        ok &= (count >= 2) | (second >= 0)  # not a single change
+        return [(float(fall[c]), c, count) for c in np.flatnonzero(ok).tolist()]
+
+    found = holding(0, np.ones(C, dtype=bool))
     for step in range(MAX_REMOVED):
         short = (need > TOLERANCE).any(axis=1)
-        cover = (np.minimum(demand[None], np.maximum(need, 0.0)[:, None]) / scale).sum(axis=2)
+        # while short, room for what is missing; once the totals hold (DEEPEN), room for the
+        # added tasks, which the totals may hold while no machine can
+        wanted = np.where(short[:, None], np.maximum(need, 0.0), added)
+        cover = (np.minimum(demand[None], wanted[:, None]) / scale).sum(axis=2)
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where((cover > 0) & ~banned, loss[None] / cover, np.inf)
         u = np.argmin(score, axis=1)
-        take = short & np.isfinite(score[rows, u])
+        take = (short | DEEPEN) & np.isfinite(score[rows, u])
         r, u = rows[take], u[take]
         removed[r, step] = u
         fall[r] += loss[u]
         need[r] -= demand[u]
         banned[r, u % n], banned[r, u % n + n] = True, True
-    count = (removed >= 0).sum(axis=1)
-    ok = (((count >= 2) | (second >= 0)) & ~(need > TOLERANCE).any(axis=1)
-          & (fall < floor) & (fall >= -slack))
+        found += holding(step + 1, take)
     out = []
-    for c in np.flatnonzero(ok)[np.argsort(fall[ok], kind="stable")].tolist():
+    for value, c, k in sorted(found, key=lambda v: v[:2]):
         kinds = [int(first[c])] + ([int(second[c])] if second[c] >= 0 else [])
-        out.append((float(fall[c]), kinds, removed[c, :count[c]].tolist()))
+        out.append((value, kinds, removed[c, :k].tolist()))
     return out
 
 

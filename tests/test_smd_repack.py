@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from smd_strategies import benchmark_instance, regime_instances
@@ -129,14 +129,20 @@ def _enumerated_changes(problem: SmdProblem, placement: Placement, slack: float,
     return sorted(found)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(regime_instances(max_jobs=6, max_machines=3), st.sampled_from([np.inf, 0.02]))
-def test_changes_tried_are_every_improving_one_task_change(instance, slack_share):
+def _unsearched(instance) -> tuple[SmdProblem, Placement]:
+    """The problem and smd's placement before its searches (none of them run); an instance
+    without one is not an example."""
     problem = SmdProblem.from_instance(instance)
     start = smd(problem, search_steps=0, lns_steps=0, upgrade_tries=0, place_limit=0,
                 repack_patience=0).placement
-    if start is None:
-        return
+    assume(start is not None)
+    return problem, start
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regime_instances(max_jobs=6, max_machines=3), st.sampled_from([np.inf, 0.02]))
+def test_changes_tried_are_every_improving_one_task_change(instance, slack_share):
+    problem, start = _unsearched(instance)
     w, p = start.total_workers, start.total_ps
     slack = slack_share * float(problem.completion_time(w, p).sum())
     left = problem.capacity - problem.usage(start.workers, start.ps)
@@ -155,11 +161,7 @@ def test_compound_changes_are_what_they_claim(instance, slack_share):
     # removed tasks are of distinct other jobs that keep one worker and one PS, the cluster's
     # free resources with the removed tasks' hold the added ones, and no single change
     # (one task more, at most one less) is among them
-    problem = SmdProblem.from_instance(instance)
-    start = smd(problem, search_steps=0, lns_steps=0, upgrade_tries=0, place_limit=0,
-                repack_patience=0).placement
-    if start is None:
-        return
+    problem, start = _unsearched(instance)
     n = problem.num_jobs
     w, p = start.total_workers, start.total_ps
     T = problem.completion_time(w, p)
@@ -249,10 +251,8 @@ def _assert_tried_in_order(values, added):
 @given(regime_instances(max_jobs=8, max_machines=3), st.integers(2, 6))
 def test_on_large_clusters_changes_pair_only_the_best_kinds(instance, pool):
     # POOL (256 kinds) binds above 128 jobs; a small pool on small instances checks the rule
-    problem = SmdProblem.from_instance(instance)
-    start = smd(problem, search_steps=0, lns_steps=0, upgrade_tries=0, place_limit=0,
-                repack_patience=0).placement
-    if start is None or 2 * problem.num_jobs <= pool:
+    problem, start = _unsearched(instance)
+    if 2 * problem.num_jobs <= pool:
         return
     w, p = start.total_workers, start.total_ps
     left = problem.capacity - problem.usage(start.workers, start.ps)

@@ -299,11 +299,12 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
            target: float = -np.inf, time_limit: float = np.inf,
            compound: int | None = None) -> tuple[Placement, dict]:
     """The search of the module docstring from `placement` (feasible); it stops after
-    `patience` failed changes in a row, once the sum is within 1e-9 of `target`, or when
-    `time_limit` seconds of CPU time have passed (checked between changes). `bound`: a
-    proven lower bound on the sum (s), which rules out changes that would fall below it.
-    Returns the placement it ends at (feasible; its sum never higher) and statistics (steps:
-    changes made, tries: changes searched, seconds)."""
+    `patience` failed changes in a row and `compound` (None: COMPOUND) failed compound
+    changes, once the sum is within 1e-9 of `target`, or when `time_limit` seconds of CPU time
+    have passed (checked between changes). `bound`: a proven lower bound on the sum (s), which
+    rules out changes that would fall below it. Returns the placement it ends at (feasible;
+    its sum never higher) and statistics (steps: changes made, tries: changes searched, both
+    counting the compound ones, compound_tries and compound_steps when any, seconds)."""
     clock, cpu = time.perf_counter(), time.process_time()
     compound = COMPOUND if compound is None else compound
     rng = np.random.default_rng(seed)

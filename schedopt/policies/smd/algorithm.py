@@ -115,8 +115,7 @@ def solution(problem: SmdProblem, pack: Packing | Placement | None, method: str,
 
 def _shares(problem: SmdProblem, cfg: Configurations) -> tuple[np.ndarray, np.ndarray]:
     """(configuration demands / cluster totals (n, K, R), the totals (R,), 1 where unlimited)."""
-    total = np.where(np.isfinite(problem.capacity), problem.capacity, 0.0).sum(axis=0)
-    total = np.where(total > 0, total, 1.0)
+    total = problem.total_capacity()
     shares = cfg.demand(problem) / total
     shares[:, :, ~np.isfinite(problem.capacity).all(axis=0)] = 0.0
     return shares, total

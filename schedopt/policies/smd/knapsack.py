@@ -246,8 +246,7 @@ def _eject(problem: SmdProblem, pack: Packing, i: int, workers, ps, time, demand
     down again, further), until the cluster's totals hold i's configuration while the losses
     stay below i's gain; then the tasks are placed (partners' removed tasks off first; small
     problems repack everything). The first that places wins."""
-    total = np.where(np.isfinite(problem.capacity), problem.capacity, 0).sum(axis=0)
-    scale = np.where(total > 0, total, 1.0)
+    scale = problem.total_capacity()
     rows = np.arange(workers.shape[0])
     finite = np.isfinite(time)
     loss = time - current[:, None]

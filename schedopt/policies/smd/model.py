@@ -190,12 +190,17 @@ class SmdProblem:
                           self.completion_time(w, np.minimum(p + 1, self.max_ps)) - T, np.inf)
         return fewer_w, fewer_p, more_w, more_p
 
+    def total_capacity(self) -> np.ndarray:
+        """(R,) the cluster's total of each resource over the machines that limit it (unlimited
+        capacities count 0), 1 where that total is 0: the scale of a share of the cluster."""
+        total = np.where(np.isfinite(self.capacity), self.capacity, 0.0).sum(axis=0)
+        return np.where(total > 0, total, 1.0)
+
     def task_sizes(self) -> tuple[np.ndarray, np.ndarray]:
         """(n,) each job's worker and PS: its demands summed over resources, each in shares of
-        the cluster's total (unlimited capacities count 0; a resource with no total counts in
-        its own units). The first-fit rules place the largest tasks first by it."""
-        total = np.where(np.isfinite(self.capacity), self.capacity, 0.0).sum(axis=0)
-        scale = np.where(total > 0, total, 1.0)
+        the cluster's total (`total_capacity`). The first-fit rules place the largest tasks
+        first by it."""
+        scale = self.total_capacity()
         return (self.worker_demand / scale).sum(axis=1), (self.ps_demand / scale).sum(axis=1)
 
     def usage(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:

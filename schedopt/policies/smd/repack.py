@@ -159,11 +159,10 @@ def _changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarr
              slack: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The changes of counts worth a search, in the order they are tried (the HEAD largest
     falls first, then one per added kind in turn; module docstring): (fall of the sum in s
-    (< 0), task kind
-    added, task kind removed or -1), over task kinds 0..2n-1 with their `demand` (2n, R), from
-    counts w, p whose completion times are T (module docstring). Above POOL kinds, only the
-    POOL largest falls of one task more and the POOL smallest rises of one task less are
-    paired (memory and time stay O(POOL^2) on large clusters)."""
+    (< 0), task kind added, task kind removed or -1), over task kinds 0..2n-1 with their
+    `demand` (2n, R), from counts w, p whose completion times are T (module docstring). Above
+    POOL kinds, only the POOL largest falls of one task more and the POOL smallest rises of
+    one task less are paired (memory and time stay O(POOL^2) on large clusters)."""
     n = problem.num_jobs
     fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
     gain, loss = np.concatenate([more_w, more_p]), np.concatenate([fewer_w, fewer_p])
@@ -204,12 +203,11 @@ def _changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarr
     return change[rows, cols][order], adds[rows][order], removed[order]
 
 
-def _moved(cluster: _Cluster, counts: np.ndarray, load: np.ndarray, added, removed) -> np.ndarray:
-    """`counts` with one task of each kind in `removed` (an int, -1 for none, or a list) off
-    the machine where the first added task would then overflow least, and one of each kind in
-    `added` (an int or a list) on the machine it overflows least, in turn."""
-    added = [added] if isinstance(added, int) else list(added)
-    removed = ([] if removed < 0 else [removed]) if isinstance(removed, int) else list(removed)
+def _moved(cluster: _Cluster, counts: np.ndarray, load: np.ndarray, added: list[int],
+           removed: list[int]) -> np.ndarray:
+    """`counts` with one task of each kind in `removed` off the machine where the first added
+    task would then overflow least, and one of each kind in `added` on the machine it
+    overflows least, in turn."""
     counts = counts.copy()
     load = load.copy()
     D = cluster.demand
@@ -240,8 +238,7 @@ def _compound_changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p:
     fewer_w, fewer_p, more_w, more_p = problem.task_changes(w, p, T)
     loss = np.concatenate([fewer_w, fewer_p])
     finite = np.isfinite(problem.capacity)
-    total = np.where(finite, problem.capacity, 0.0).sum(axis=0)
-    scale = np.where(total > 0, total, 1.0)
+    scale = problem.total_capacity()
     room = np.where(finite, left, 0.0).sum(axis=0)
     unlimited = ~finite.all(axis=0)  # a resource some machine has without limit never lacks
     both = np.where((w < problem.max_workers) & (p < problem.max_ps),
@@ -250,12 +247,12 @@ def _compound_changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p:
     jobs = np.arange(n)
     # candidates: job i's worker (i), its PS (n + i), or both; (C,) each
     gain = np.concatenate([more_w, more_p, both])
-    job = np.tile(jobs, 3)
     first = np.concatenate([jobs, jobs + n, jobs])
     second = np.concatenate([np.full(2 * n, -1), jobs + n])
     floor = -1e-12 * float(T.sum())
     keep = gain < floor
-    gain, job, first, second = gain[keep], job[keep], first[keep], second[keep]
+    gain, first, second = gain[keep], first[keep], second[keep]
+    job = first % n
     C = gain.size
     added = demand[first] + np.where(second[:, None] >= 0, demand[np.maximum(second, 0)], 0.0)
     need = np.where(unlimited, 0.0, added - room)
@@ -320,14 +317,15 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
         if value <= target * (1 + 1e-9):
             break
         load = counts.T @ cluster.demand
-        _, added, removed = _changes(problem, cluster.demand, w, p, T, problem.capacity - load,
-                                     value - bound)
+        left = problem.capacity - load
+        _, added, removed = _changes(problem, cluster.demand, w, p, T, left, value - bound)
         for a, b in zip(added[:patience - failed].tolist(), removed[:patience - failed].tolist()):
             if time.process_time() - cpu >= time_limit:
                 failed = patience
                 break
             stats["tries"] += 1
-            found = relieve(cluster, _moved(cluster, counts, load, a, b), iterations, rng)
+            found = relieve(cluster, _moved(cluster, counts, load, [a], [b] if b >= 0 else []),
+                            iterations, rng)
             if found is not None:
                 counts, failed = found, 0
                 stats["steps"] += 1
@@ -335,8 +333,8 @@ def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
             failed += 1
         else:
             found = None if not compound or time.process_time() - cpu >= time_limit else \
-                _compound_step(problem, cluster, counts, load, (w, p, T), value - bound, compound,
-                               iterations, rng, stats)
+                _compound_step(problem, cluster, counts, load, (w, p, T, left), value - bound,
+                               compound, iterations, rng, stats)
             if found is None:
                 break
             counts, failed = found, 0
@@ -348,10 +346,10 @@ def _compound_step(problem: SmdProblem, cluster: _Cluster, counts: np.ndarray,
                    load: np.ndarray, state: tuple, slack: float, tries: int, iterations: int,
                    rng: np.random.Generator, stats: dict) -> np.ndarray | None:
     """The counts of the first of the `tries` largest compound changes (`_compound_changes`
-    at state = (w, p, T)) that the tabu search places, or None; counts the tries and steps
-    in `stats`."""
+    at state = (w, p, T, left)) that the tabu search places, or None; counts the tries and
+    steps in `stats`."""
     for _, added, removed in _compound_changes(problem, cluster.demand, *state,
-                                               problem.capacity - load, slack)[:tries]:
+                                               slack)[:tries]:
         stats["tries"] += 1
         stats["compound_tries"] = stats.get("compound_tries", 0) + 1
         found = relieve(cluster, _moved(cluster, counts, load, added, removed), iterations, rng)

@@ -54,13 +54,14 @@ def test_trimming_takes_off_the_tasks_least_worth_their_room(instance, seed):
 def test_trimming_finds_what_the_other_ruins_miss_on_a_mixed_cluster():
     # instance 1 of the mixed regime in benchmarks/smd_regimes.py (47 jobs, 14 machines): smd
     # without the trimming ruin ends at 944,474 s (the previous release) or 938,478 s (the
-    # trimming ruin's share set to 0, which shifts the random draws); a placement of 894,576 s
-    # exists (smd_exact, two CP-SAT workers, 120 s), 0.7% above its proven bound
+    # trimming ruin's share set to 0, which shifts the random draws); smd_exact proves
+    # 891,480.94 s optimal, and smd with the trimming ruin and the weighted tabu search of the
+    # repacking step reaches it
     problem = benchmark_instance("mixed", 1)
     assert (problem.num_jobs, problem.num_machines) == (47, 14)
     found = smd(problem, time_limit=1e9)  # no CPU-time cap: the same answer under any load
     assert found.placement.violations(problem) == []
-    assert 894_000 < found.objective < 925_000
+    assert found.objective == pytest.approx(891_480.944, rel=1e-9)
 
 
 def test_the_searches_stop_within_the_gap_tolerance_of_the_bound():

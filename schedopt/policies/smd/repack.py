@@ -7,11 +7,13 @@ tasks have moved between machines: the free room is there in total, but split. A
 or a PS), alone or with one task less for another job (or the other kind of the same job),
 puts the new task on the machine it overflows least, and then looks for a placement of the new
 counts: a tabu search over moves of one task to another machine and swaps of two tasks on two
-machines, each iteration taking the move that lowers the total overflow most (relative to
-capacity, summed over machines and resources) among those that touch one overflowing machine,
-until nothing overflows. A move back is tabu for a few iterations unless it reaches a lower
-overflow than any before. The placement found replaces the incumbent, whose sum it lowers by
-construction.
+machines, each iteration taking the move that lowers the total overflow most among those that
+touch one overflowing machine, until nothing overflows. The overflow is relative to capacity
+and weighted per machine and resource, summed; a weight grows by WEIGHT_STEP every iteration
+its resource overflows on its machine (guided local search: where the same overflow persists,
+the search is pushed to move something else). A move back is tabu for a few iterations
+unless it lowers the weighted overflow. The placement found replaces the incumbent, whose sum
+it lowers by construction.
 
 Each change is tried at most once per incumbent: the HEAD with the largest falls in the sum
 first, then the best remaining change of each added task kind, then the second best of each,
@@ -21,8 +23,7 @@ resources in total (with the removed task's) cannot hold the new task, or when i
 exceeds the distance to a proven lower bound. After `patience` failed changes in a row,
 up to COMPOUND compound changes are tried (`_compound_changes`: one job's worker, PS or both
 more, for up to MAX_REMOVED tasks less of other jobs); the search goes on from the first one
-placed, and stops when none is. A tabu iteration costs about 0.3 ms at 60 jobs (0.42 ms
-before the scores were computed resource-major, `_overflows`).
+placed, and stops when none is. A tabu iteration costs about 0.3 ms at 60 jobs.
 
 The same tabu search places a given choice of counts from scratch (`tabu_placement`): smd
 uses it for the Lagrangian bound's configuration choice where first fit fails.
@@ -46,6 +47,7 @@ PLACE_ITERATIONS = 200  # tabu iterations to place a given choice of counts (`ta
 COMPOUND = 6  # compound changes tried once the single ones are spent (`_compound_changes`)
 MAX_REMOVED = 3  # tasks of other jobs a compound change removes at most
 DEEPEN = True  # compound changes with one removal more than their totals need (`_compound_changes`)
+WEIGHT_STEP = 3.0  # added per iteration to the weight of each overflowing (machine, resource)
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -95,18 +97,22 @@ def _overflows(base: np.ndarray, added: np.ndarray, capacity: np.ndarray,
 def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
             rng: np.random.Generator) -> np.ndarray | None:
     """The tabu search of the module docstring on task counts (2n, H) (one row per task kind);
-    returns counts with no machine over capacity, or None after `iterations` without."""
+    returns counts with no machine over capacity, or None after `iterations` without.
+
+    The overflow is weighted per (machine, resource): each weight starts at 1 and grows by
+    WEIGHT_STEP every iteration that resource overflows on that machine, so an overflow that
+    persists costs more and the search moves on from it (guided local search). Zero weighted
+    overflow is zero overflow, so what it returns is feasible."""
     counts = counts.copy()
-    D, DT = cluster.demand, cluster.demand_t
-    cap, scale = cluster.capacity_t, cluster.scale_t
+    D, DT, cap = cluster.demand, cluster.demand_t, cluster.capacity_t
     H = counts.shape[1]
+    weight = np.ones(cap.shape)  # (R, H)
+    scale = cluster.scale_t.copy()  # the unweighted scale over the weight
     load = counts.T @ D
-    over = cluster.overflow(load)
-    best = float(over.sum())
+    over = (np.maximum(load.T - cap, 0.0) / scale).sum(axis=0)
     tabu = np.zeros(counts.shape, dtype=np.int64)  # kind u may not go to h before iteration
     for it in range(iterations):
-        total = float(over.sum())
-        if total <= 0:
+        if not (over > 0).any():
             return counts
         kinds, machines = np.nonzero(counts)
         hot = np.flatnonzero(over > 0)
@@ -119,18 +125,17 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
                           dm, np.concatenate([cap, cap[:, machines]], axis=1),
                           np.concatenate([scale, scale[:, machines]], axis=1))
         # machine h without a task of `mine`, with a task of each kind added (the last: none)
-        off = _overflows(DT, loaded[:, h, None] - dm, np.broadcast_to(cap[:, h, None], DT.shape),
-                         np.broadcast_to(scale[:, h, None], DT.shape))
+        off = _overflows(DT, loaded[:, h, None] - dm, cap[:, h, None], scale[:, h, None])
         moved = (off[:, -1] - over[h])[:, None] + onto[:, :H] - over
         moved[:, h] = np.inf
         # one task of `mine` for one task of another kind on another machine
         swapped = off[:, kinds] - over[h] + onto[:, H:] - over[machines][None]
         swapped[:, (machines == h)] = np.inf
         swapped[mine[:, None] == kinds[None]] = np.inf
-        aspire = best - total - 1e-12  # a tabu move is allowed when it beats the best so far
-        moved[(tabu[mine] > it) & (moved >= aspire)] = np.inf
+        # a tabu move is allowed when it lowers the weighted overflow
+        moved[(tabu[mine] > it) & (moved >= -1e-12)] = np.inf
         swapped[((tabu[mine][:, machines] > it) | (tabu[kinds, h][None] > it))
-                & (swapped >= aspire)] = np.inf
+                & (swapped >= -1e-12)] = np.inf
         scores = np.concatenate([moved.ravel(), swapped.ravel()])
         pick = int(np.argmin(scores + 1e-12 * rng.random(scores.size)))
         if not np.isfinite(scores[pick]):
@@ -148,10 +153,11 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
             load[a] -= D[u]
             load[b] += D[u]
             tabu[u, a] = it + TENURE + int(rng.integers(3))
-        for m in (h, to):
-            over[m] = cluster.overflow(load[m], m)
-        best = min(best, float(over.sum()))
-    return counts if over.sum() <= 0 else None
+        excess = np.maximum(load.T - cap, 0.0)
+        weight += WEIGHT_STEP * (excess > 0)
+        scale = cluster.scale_t / weight
+        over = (excess / scale).sum(axis=0)
+    return counts if not (over > 0).any() else None
 
 
 def _changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p: np.ndarray,
@@ -292,18 +298,20 @@ def _compound_changes(problem: SmdProblem, demand: np.ndarray, w: np.ndarray, p:
 
 
 def repack(problem: SmdProblem, placement: Placement, patience: int = PATIENCE,
-           iterations: int = ITERATIONS, seed: int = 0, bound: float = -np.inf,
+           iterations: int | None = None, seed: int = 0, bound: float = -np.inf,
            target: float = -np.inf, time_limit: float = np.inf,
            compound: int | None = None) -> tuple[Placement, dict]:
     """The search of the module docstring from `placement` (feasible); it stops after
-    `patience` failed changes in a row and `compound` (None: COMPOUND) failed compound
-    changes, once the sum is within 1e-9 of `target`, or when `time_limit` seconds of CPU time
-    have passed (checked between changes). `bound`: a proven lower bound on the sum (s), which
+    `patience` failed changes in a row (each searched for `iterations` tabu iterations;
+    None: ITERATIONS) and `compound` (None: COMPOUND) failed compound changes, once the sum
+    is within 1e-9 of `target`, or when `time_limit` seconds of CPU time have passed (checked
+    between changes). `bound`: a proven lower bound on the sum (s), which
     rules out changes that would fall below it. Returns the placement it ends at (feasible;
     its sum never higher) and statistics (steps: changes made, tries: changes searched, both
     counting the compound ones, compound_tries and compound_steps when any, seconds)."""
     clock, cpu = time.perf_counter(), time.process_time()
     compound = COMPOUND if compound is None else compound
+    iterations = ITERATIONS if iterations is None else iterations
     rng = np.random.default_rng(seed)
     n = problem.num_jobs
     cluster = _Cluster(problem)

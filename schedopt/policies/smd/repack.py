@@ -80,10 +80,10 @@ class _Cluster:
 def _overflows(base: np.ndarray, added: np.ndarray, capacity: np.ndarray,
                scale: np.ndarray) -> np.ndarray:
     """(m, C): `_overflow` of load base[:, c] + added[:, a] against column c's capacity and
-    scale (all resource-major: base, capacity, scale (R, C), added (R, m)). The same operations
-    in the same order as `_overflow` on the (m, C, R) broadcast, so the same bits, but faster:
-    the resources are summed one slab at a time instead of along a short last axis (the tabu
-    iteration at 60 jobs: 0.42 -> 0.29 ms)."""
+    scale (all resource-major: base (R, C), capacity and scale (R, C) or (R, 1) for one column
+    shared by all, added (R, m)). The same operations in the same order as `_overflow` on the
+    (m, C, R) broadcast, so the same bits, but faster: the resources are summed one slab at a
+    time instead of along a short last axis (the tabu iteration at 60 jobs: 0.42 -> 0.29 ms)."""
     load = base[:, None, :] + added[:, :, None]
     load -= capacity[:, None, :]
     np.maximum(load, 0.0, out=load)
@@ -107,7 +107,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     D, DT, cap = cluster.demand, cluster.demand_t, cluster.capacity_t
     H = counts.shape[1]
     weight = np.ones(cap.shape)  # (R, H)
-    scale = cluster.scale_t.copy()  # the unweighted scale over the weight
+    scale = cluster.scale_t.copy()  # what an excess is divided by: the scale over its weight
     load = counts.T @ D
     over = (np.maximum(load.T - cap, 0.0) / scale).sum(axis=0)
     tabu = np.zeros(counts.shape, dtype=np.int64)  # kind u may not go to h before iteration

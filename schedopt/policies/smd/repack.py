@@ -112,10 +112,10 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     over = (np.maximum(load.T - cap, 0.0) / scale).sum(axis=0)
     tabu = np.zeros(counts.shape, dtype=np.int64)  # kind u may not go to h before iteration
     for it in range(iterations):
-        if not (over > 0).any():
+        hot = np.flatnonzero(over > 0)
+        if hot.size == 0:
             return counts
         kinds, machines = np.nonzero(counts)
-        hot = np.flatnonzero(over > 0)
         h = int(hot[rng.integers(hot.size)])
         mine = kinds[machines == h]  # the task kinds on the machine this iteration relieves
         loaded, dm = load.T, DT[:, mine]  # (R, H), (R, m)

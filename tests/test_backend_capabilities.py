@@ -23,13 +23,13 @@ NAMES = ("highs", "highs-ipm", "clarabel", "glop", "pdlp", "cpsat", "scip", "cbc
          "cvxpy:CLARABEL", "cvxpy:SCS", "cvxpy:SCIPY", "cvxpy:HIGHS")
 HIGHS_MILP = C.none() if mip_is_broken() else C.MILP
 EXPECTED = {
-    "highs": C.LP | C.DUALS | C.WARM_START | C.ADD_COLUMNS | HIGHS_MILP,
-    "highs-ipm": C.LP | C.DUALS,
+    "highs": C.LP | C.DUALS | C.WARM_START | C.ADD_COLUMNS | HIGHS_MILP | C.PRESOLVE_OFF,
+    "highs-ipm": C.LP | C.DUALS | C.PRESOLVE_OFF,
     "clarabel": C.LP | C.DUALS,
-    "glop": C.LP | C.DUALS,
+    "glop": C.LP | C.DUALS | C.PRESOLVE_OFF,
     "pdlp": C.LP | C.DUALS,
-    "cpsat": C.MILP | C.MIP_START | C.DETERMINISTIC_TIME,
-    "scip": C.LP | C.MILP | C.MIP_START,
+    "cpsat": C.MILP | C.MIP_START | C.DETERMINISTIC_TIME | C.PRESOLVE_OFF,
+    "scip": C.LP | C.MILP | C.MIP_START | C.PRESOLVE_OFF,
     "cbc": C.LP | C.MILP | C.DUALS,
     "cvxpy": C.LP | C.MILP | C.DUALS,
     "cvxpy:CLARABEL": C.LP | C.DUALS,
@@ -53,7 +53,7 @@ def test_every_backend_declares_its_capabilities():
 
 def test_backends_with_lists_exactly_the_registered_backends_that_have_the_flags():
     for needed in (C.LP, C.MILP, C.DUALS, C.MIP_START, C.ADD_COLUMNS, C.DETERMINISTIC_TIME,
-                   C.MILP | C.MIP_START,
+                   C.PRESOLVE_OFF, C.MILP | C.MIP_START,
                    C.LP | C.MILP):
         expected = [name for name in EXPECTED if ":" not in name and needed in EXPECTED[name]]
         assert backends_with(needed) == expected, needed

@@ -207,6 +207,34 @@ def test_a_deterministic_time_limit_goes_through_the_solver_to_cpsat_only():
         Solver("highs", SolveOptions(deterministic_time=1.0)).incremental(relaxed)
 
 
+def test_presolve_off_reaches_the_solvers_that_can_and_is_refused_by_the_others():
+    """With presolve=False, each backend that declares PRESOLVE_OFF gives the same optimum as
+    with its presolve (the knapsack's, checked against brute force, for the MILP solvers; the
+    relaxation's HiGHS value for the LP ones), and HiGHS reads the option back as "off";
+    every other backend refuses it."""
+    from schedopt.backends.highs import HighsBackend
+
+    lp, optimum = knapsack()
+    relaxed = dataclasses.replace(lp, integer=None)
+    reference = solve_lp(relaxed, "highs").objective
+    off = SolveOptions(presolve=False)
+    for name in ("cpsat", "scip"):
+        result = solve_lp(lp, name, off)
+        assert result.status is Status.OPTIMAL and result.objective == pytest.approx(optimum)
+    for name in ("highs", "highs-ipm", "glop", "scip"):
+        result = solve_lp(relaxed, name, off)
+        assert result.status is Status.OPTIMAL
+        assert result.objective == pytest.approx(reference, rel=1e-6)
+    def presolve(options):  # highspy returns (status, value) or, in later releases, the value
+        value = HighsBackend().make_solver(relaxed, options).getOptionValue("presolve")
+        return value[-1] if isinstance(value, tuple) else value
+
+    assert presolve(off) == "off" and presolve(SolveOptions()) == "choose"
+    for name in ("pdlp", "cbc", "clarabel", "cvxpy:CLARABEL"):
+        with pytest.raises(SolveError, match=f"presolve=False: {name} cannot switch"):
+            Solver(name, off).solve(relaxed)
+
+
 def test_unknown_or_unsuitable_backends_raise_solve_error():
     lp, _ = knapsack()
     relaxed = dataclasses.replace(lp, integer=None)

@@ -80,9 +80,9 @@ class HighsBackend:
     @property
     def capabilities(self) -> Capability:
         if self.method is not None:
-            return Capability.LP | Capability.DUALS
+            return Capability.LP | Capability.DUALS | Capability.PRESOLVE_OFF
         simplex = (Capability.LP | Capability.DUALS | Capability.WARM_START
-                   | Capability.ADD_COLUMNS)
+                   | Capability.ADD_COLUMNS | Capability.PRESOLVE_OFF)
         return simplex if mip_is_broken() else simplex | Capability.MILP
 
     def make_solver(self, lp: LinearProgram, options: SolveOptions):
@@ -97,6 +97,8 @@ class HighsBackend:
             h.setOptionValue("mip_rel_gap", float(options.mip_gap))
         if options.threads is not None:
             h.setOptionValue("threads", int(options.threads))
+        if not options.presolve:
+            h.setOptionValue("presolve", "off")
         if self.method == "ipm":
             h.setOptionValue("solver", "ipm")
         h.passModel(_to_highs_lp(highspy, lp))

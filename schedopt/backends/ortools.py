@@ -18,10 +18,11 @@ _SOLVER_TYPES = {"glop": "SOLVER_TYPE_GLOP", "pdlp": "SOLVER_TYPE_PDLP", "cpsat"
                  "scip": "SOLVER_TYPE_GSCIP"}
 
 _CAPABILITIES = {
-    "glop": Capability.LP | Capability.DUALS,
+    "glop": Capability.LP | Capability.DUALS | Capability.PRESOLVE_OFF,
     "pdlp": Capability.LP | Capability.DUALS,
-    "cpsat": Capability.MILP | Capability.MIP_START | Capability.DETERMINISTIC_TIME,  # integer only
-    "scip": Capability.LP | Capability.MILP | Capability.MIP_START,
+    "cpsat": (Capability.MILP | Capability.MIP_START | Capability.DETERMINISTIC_TIME  # integer only
+              | Capability.PRESOLVE_OFF),
+    "scip": Capability.LP | Capability.MILP | Capability.MIP_START | Capability.PRESOLVE_OFF,
 }
 
 # PDLP's own stopping tolerance (1e-6 on residuals and gap) left objectives up to 1.5e-6 (relative)
@@ -96,6 +97,8 @@ class MathOptBackend:
             params.time_limit.FromNanoseconds(int(options.time_limit * 1e9))
         if options.deterministic_time is not None:
             params.cp_sat.max_deterministic_time = float(options.deterministic_time)
+        if not options.presolve:
+            params.presolve = parameters_pb2.EMPHASIS_OFF
         if options.mip_gap is not None and lp.is_mip:
             params.relative_gap_tolerance = float(options.mip_gap)
         if options.threads is not None:

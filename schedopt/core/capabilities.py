@@ -15,6 +15,7 @@ class Capability(enum.Flag):
     ADD_COLUMNS = enum.auto()  # add columns to a loaded LP and re-solve it (column generation)
     MIP_START = enum.auto()    # take a starting solution as a hint for a MILP
     DETERMINISTIC_TIME = enum.auto()  # SolveOptions.deterministic_time: a load-free work limit
+    PRESOLVE_OFF = enum.auto()  # SolveOptions.presolve=False: the solver's presolve switched off
 
     @classmethod
     def none(cls) -> "Capability":

@@ -15,8 +15,11 @@ from schedopt.backends.session import Solver
 SOLVER = "cpsat"
 
 
-def solve(lp: LinearProgram, work: float, start: np.ndarray | None = None) -> SolveResult:
+def solve(lp: LinearProgram, work: float, start: np.ndarray | None = None,
+          presolve: bool = True) -> SolveResult:
     """CP-SAT on `lp` (every column integer) with one thread, at most `work` units of
-    deterministic time, `start` as a hint. SolveError when CP-SAT (the `ortools` extra) is not
-    installed."""
-    return Solver(SOLVER, SolveOptions(threads=1, start=start, deterministic_time=work)).solve(lp)
+    deterministic time, `start` as a hint; presolve=False leaves CP-SAT's presolve out (the
+    neighbourhood steps' small sub-problems: docs/smd.md). SolveError when CP-SAT (the
+    `ortools` extra) is not installed."""
+    return Solver(SOLVER, SolveOptions(threads=1, start=start, deterministic_time=work,
+                                       presolve=presolve)).solve(lp)

@@ -22,7 +22,8 @@ packing needs it; at equal steps these steps lower the objective more than the r
 
 CP-SAT is the `ortools` extra; without it the search does nothing (`skipped`). Measured at
 26-60 jobs: a step's sub-problem has 5 jobs x (configurations + 2 x machines) columns, about
-150, and CP-SAT solves it to optimality in 30-100 ms of CPU time.
+150-250, and CP-SAT solves it to optimality in about 8 ms of CPU time on average with its
+presolve left out, a third of the time with it, at the same optima (docs/smd.md).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from schedopt.policies.smd.milp import exact_program
 from schedopt.policies.smd.model import Placement, SmdProblem
 
 MAX_JOBS = 5  # jobs freed per step
-STEP_WORK = 1.0  # CP-SAT deterministic time per step (a safety: steps take 10-60 ms CPU)
+STEP_WORK = 1.0  # CP-SAT deterministic time per step (a safety: steps take 2-17 ms CPU)
 EXTRA_HOSTS = 2  # machines a step may move freed tasks to beyond those they were on
 
 
@@ -124,7 +125,7 @@ def improve(problem: SmdProblem, placement: Placement, steps: int, seed: int = 0
         program = exact_program(sub, cfg, symmetry=False)
         hint = program.start(cfg, Placement(X[np.ix_(jobs, hosts)], Y[np.ix_(jobs, hosts)]))
         try:
-            result = cpsat.solve(program.lp, step_work, hint)
+            result = cpsat.solve(program.lp, step_work, hint, presolve=False)
         except SolveError:
             stats["skipped"] = "no solver"
             break

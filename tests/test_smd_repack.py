@@ -195,6 +195,18 @@ def test_compound_changes_are_what_they_claim(instance, slack_share):
         assert -slack <= fall < 0
 
 
+def _smd_with(problem: SmdProblem, **constants):
+    """smd (no CPU-time cap) with the repacking module's `constants` set for the call."""
+    saved = {name: getattr(repack_module, name) for name in constants}
+    for name, value in constants.items():
+        setattr(repack_module, name, value)
+    try:
+        return smd(problem, time_limit=1e9)
+    finally:
+        for name, value in saved.items():
+            setattr(repack_module, name, value)
+
+
 def test_a_compound_change_reaches_the_optimum_where_no_single_change_does():
     # instance 9 of the mixed regime (18 jobs, 11 machines): smd_exact proves 181,037.46 s
     # optimal. Its placement differs from the one the single changes end at (183,449.99 s)
@@ -205,12 +217,7 @@ def test_a_compound_change_reaches_the_optimum_where_no_single_change_does():
     assert result.placement.violations(problem) == []
     assert result.objective == pytest.approx(181_037.457876, rel=1e-9)
     assert result.details["repack"]["compound_steps"] >= 1
-    saved = repack_module.COMPOUND
-    repack_module.COMPOUND = 0
-    try:
-        single = smd(problem, time_limit=1e9)
-    finally:
-        repack_module.COMPOUND = saved
+    single = _smd_with(problem, COMPOUND=0)
     assert single.objective > 183_000
 
 
@@ -223,12 +230,7 @@ def test_a_compound_change_with_a_removal_more_than_the_totals_need():
     result = smd(problem, time_limit=1e9)
     assert result.placement.violations(problem) == []
     assert result.objective <= 217_957.98
-    saved = repack_module.DEEPEN
-    repack_module.DEEPEN = False
-    try:
-        shallow = smd(problem, time_limit=1e9)
-    finally:
-        repack_module.DEEPEN = saved
+    shallow = _smd_with(problem, DEEPEN=False)
     assert shallow.objective > 220_000
 
 
@@ -243,12 +245,7 @@ def test_the_seventh_compound_change_places_where_the_first_six_do_not():
     result = smd(problem, time_limit=1e9)
     assert result.placement.violations(problem) == []
     assert result.objective <= 356_471.28
-    saved = repack_module.COMPOUND
-    repack_module.COMPOUND = 6
-    try:
-        fewer = smd(problem, time_limit=1e9)
-    finally:
-        repack_module.COMPOUND = saved
+    fewer = _smd_with(problem, COMPOUND=6)
     assert fewer.objective > 360_000
 
 

@@ -131,8 +131,14 @@ def test_smd_skips_the_upgrade_step_above_its_job_limit(monkeypatch):
 
     problem = SmdProblem.from_instance(parameter_server_instance(6, 2, seed=1, regime="mixed"))
     monkeypatch.setattr(algorithm, "UPGRADE_MAX_JOBS", problem.num_jobs)
-    assert "upgrade" in smd(problem).details
+    assert "upgrade" in smd(problem, upgrade_tries=6).details
     monkeypatch.setattr(algorithm, "UPGRADE_MAX_JOBS", problem.num_jobs - 1)
-    skipped = smd(problem)
+    skipped = smd(problem, upgrade_tries=6)
     assert "upgrade" not in skipped.details
     assert skipped.objective == smd(problem, upgrade_tries=0).objective
+
+
+def test_the_upgrade_step_is_off_by_default():
+    # since the repacking step it placed nothing the other steps miss (docs/smd.md)
+    problem = SmdProblem.from_instance(parameter_server_instance(6, 2, seed=1, regime="mixed"))
+    assert "upgrade" not in smd(problem).details

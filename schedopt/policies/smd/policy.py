@@ -73,9 +73,8 @@ def smd_policy(instance: Instance, solver: str, options: SolveOptions,
     one worker and one PS per job), lns_steps the
     steps of the large-neighbourhood search over the exact MILP (CP-SAT; 0: none), upgrade_tries
     the CP-SAT placements of one job's extra task after it (0, the default: none),
-    repack_patience the
-    changes of one task in a row that the repacking step tries without placing one before it
-    stops (0: no repacking). options.time_limit
+    repack_patience the changes of one task in a row that the repacking step tries without
+    placing one before it stops (0: no repacking). options.time_limit
     (CPU seconds of the whole call, default DEFAULT_TIME_LIMIT) stops the search early."""
     _no_solver("smd", solver)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
@@ -121,8 +120,8 @@ class SmdOptions:
     and a tabu search cannot (0, the default: not tried); lns_steps: steps
     of the large-neighbourhood search over the exact MILP after the numpy search (CP-SAT, a few
     jobs at a time; 0: none); upgrade_tries: CP-SAT placements of one job's extra task after
-    it (0, the default: none); repack_patience: changes of one task in a row the repacking step tries
-    without placing one (numpy tabu search; 0: none)."""
+    it (0, the default: none); repack_patience: changes of one task in a row the repacking
+    step tries without placing one (numpy tabu search; 0: none)."""
 
     epsilon: float = DEFAULT_EPSILON
     max_iterations: int = DEFAULT_MAX_ITERATIONS

@@ -225,6 +225,7 @@ def test_presolve_off_reaches_the_solvers_that_can_and_is_refused_by_the_others(
         result = solve_lp(relaxed, name, off)
         assert result.status is Status.OPTIMAL
         assert result.objective == pytest.approx(reference, rel=1e-6)
+
     def presolve(options):  # highspy returns (status, value) or, in later releases, the value
         value = HighsBackend().make_solver(relaxed, options).getOptionValue("presolve")
         return value[-1] if isinstance(value, tuple) else value

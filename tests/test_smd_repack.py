@@ -195,19 +195,7 @@ def test_compound_changes_are_what_they_claim(instance, slack_share):
         assert -slack <= fall < 0
 
 
-def _smd_with(problem: SmdProblem, **constants):
-    """smd (no CPU-time cap) with the repacking module's `constants` set for the call."""
-    saved = {name: getattr(repack_module, name) for name in constants}
-    for name, value in constants.items():
-        setattr(repack_module, name, value)
-    try:
-        return smd(problem, time_limit=1e9)
-    finally:
-        for name, value in saved.items():
-            setattr(repack_module, name, value)
-
-
-def test_a_compound_change_reaches_the_optimum_where_no_single_change_does():
+def test_a_compound_change_reaches_the_optimum_where_no_single_change_does(monkeypatch):
     # instance 9 of the mixed regime (18 jobs, 11 machines): smd_exact proves 181,037.46 s
     # optimal. Its placement differs from the one the single changes end at (183,449.99 s)
     # in four jobs: one gains a worker and a PS, three lose one task each, so no change of
@@ -217,11 +205,12 @@ def test_a_compound_change_reaches_the_optimum_where_no_single_change_does():
     assert result.placement.violations(problem) == []
     assert result.objective == pytest.approx(181_037.457876, rel=1e-9)
     assert result.details["repack"]["compound_steps"] >= 1
-    single = _smd_with(problem, COMPOUND=0)
+    monkeypatch.setattr(repack_module, "COMPOUND", 0)
+    single = smd(problem, time_limit=1e9)
     assert single.objective > 183_000
 
 
-def test_a_compound_change_with_a_removal_more_than_the_totals_need():
+def test_a_compound_change_with_a_removal_more_than_the_totals_need(monkeypatch):
     # instance 8 of the mixed regime (28 jobs, 18 machines): smd_exact (two CP-SAT workers,
     # 600 s) found 220,592.51 s and no better. With the compound changes that take one or two
     # tasks more than the cluster's free resources in total need (DEEPEN), smd ends at
@@ -230,11 +219,12 @@ def test_a_compound_change_with_a_removal_more_than_the_totals_need():
     result = smd(problem, time_limit=1e9)
     assert result.placement.violations(problem) == []
     assert result.objective <= 217_957.98
-    shallow = _smd_with(problem, DEEPEN=False)
+    monkeypatch.setattr(repack_module, "DEEPEN", False)
+    shallow = smd(problem, time_limit=1e9)
     assert shallow.objective > 220_000
 
 
-def test_the_seventh_compound_change_places_where_the_first_six_do_not():
+def test_the_seventh_compound_change_places_where_the_first_six_do_not(monkeypatch):
     # instance 29 of the mixed regime (32 jobs, 19 machines): smd_exact (two CP-SAT workers,
     # 600 s) found 359,282.63 s and no better. From the placement the single changes end at,
     # the six compound changes with the largest falls place nothing; the seventh (one job's
@@ -245,7 +235,8 @@ def test_the_seventh_compound_change_places_where_the_first_six_do_not():
     result = smd(problem, time_limit=1e9)
     assert result.placement.violations(problem) == []
     assert result.objective <= 356_471.28
-    fewer = _smd_with(problem, COMPOUND=6)
+    monkeypatch.setattr(repack_module, "COMPOUND", 6)
+    fewer = smd(problem, time_limit=1e9)
     assert fewer.objective > 360_000
 
 

@@ -67,7 +67,8 @@ class _Cluster:
         self.scale = np.where(finite, problem.capacity, 1.0)
         # resource-major copies for `_overflows`; the last kind, all zeros, is "no task"
         self.demand_t = np.concatenate([self.demand, np.zeros((1, self.demand.shape[1]))]).T.copy()
-        self.capacity_t, self.scale_t = self.capacity.T.copy(), self.scale.T.copy()
+        self.capacity_t = self.capacity.T.copy()
+        self.unit_t = 1.0 / self.scale.T  # what an excess is multiplied by at weight 1
 
     def overflow(self, load: np.ndarray, machines=slice(None)) -> np.ndarray:
         return _overflow(load, self.capacity[machines], self.scale[machines])
@@ -105,7 +106,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     counts = counts.copy()
     DT = cluster.demand_t
     H = counts.shape[1]
-    unit = 1.0 / cluster.scale_t  # (R, H)
+    unit = cluster.unit_t  # (R, H)
     inverse = unit.copy()  # weight / scale: what an excess is multiplied by
     room = (counts.T @ cluster.demand).T - cluster.capacity_t  # load - capacity, (R, H)
     over = (np.maximum(room, 0.0) * inverse).sum(axis=0)

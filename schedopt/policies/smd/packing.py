@@ -14,6 +14,15 @@ TOL = 1e-9
 BIG = 1e30  # stands for an unlimited resource (a task that does not ask for it)
 
 
+def _covers(have: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """(have >= need).all(axis=-1), broadcast, one comparison per resource: numpy reduces a
+    short last axis more slowly than it compares."""
+    out = have[..., 0] >= need[..., 0]
+    for r in range(1, have.shape[-1]):
+        out &= have[..., r] >= need[..., r]
+    return out
+
+
 def _take(room: np.ndarray, count: int, key: np.ndarray) -> np.ndarray:
     """Integer amounts per machine, at most `room` each, summing to min(count, room.sum()),
     filling machines by increasing `key` (machines without room are skipped)."""
@@ -57,6 +66,7 @@ class Packing:
         self.a_size, self.b_size = (a * self.scale).sum(axis=1), (b * self.scale).sum(axis=1)
         self.workers = np.zeros((n, H), dtype=np.int64)
         self.ps = np.zeros((n, H), dtype=np.int64)
+        self._job_of, self._host_of = np.repeat(np.arange(n), H), np.tile(np.arange(H), n)
         self.left = np.where(np.isfinite(problem.capacity), problem.capacity, BIG)
         self.w = np.zeros(n, dtype=np.int64)
         self.p = np.zeros(n, dtype=np.int64)
@@ -119,14 +129,15 @@ class Packing:
         for moved, demand, counts, size in ((0, self.a, self.workers, self.a_size),
                                             (1, self.b, self.ps, self.b_size)):
             # only (job, machine) pairs holding a task of this kind, in row-major order
-            jobs, hosts = np.nonzero(counts)
+            held = counts.ravel() != 0
+            jobs, hosts = self._job_of[held], self._host_of[held]
             frees = (demand[jobs] >= need[hosts]).all(axis=1)
             if not frees.any():
                 continue
             jobs, hosts = jobs[frees], hosts[frees]
-            fits = (self.left[None, :, :] >= demand[jobs][:, None, :] - TOL).all(axis=2)
-            # a machine other than its own takes the moved task
-            ok = fits.sum(axis=1) - fits[np.arange(jobs.size), hosts] > 0
+            fits = _covers(self.left[None, :, :], demand[jobs][:, None, :] - TOL)
+            fits[np.arange(jobs.size), hosts] = False  # a machine other than its own takes it
+            ok = fits.any(axis=1)
             if not ok.any():
                 continue
             k = np.flatnonzero(ok)[np.argmin(size[jobs[ok]])]
@@ -137,8 +148,6 @@ class Packing:
             return False
         _, moved, j, h, fits = best
         demand = self.b[j] if moved else self.a[j]
-        fits = fits.copy()
-        fits[h] = False
         room = np.where(fits, np.minimum(self.left, BIG) @ self.scale, np.inf)
         target = int(np.argmin(room))  # best fit
         counts = self.ps if moved else self.workers

@@ -69,6 +69,10 @@ class _Cluster:
         self.demand_t = np.concatenate([self.demand, np.zeros((1, self.demand.shape[1]))]).T.copy()
         self.capacity_t = self.capacity.T.copy()
         self.unit_t = 1.0 / self.scale.T  # what an excess is multiplied by at weight 1
+        # the kind and the machine of each entry of a flattened (2n, H) array of counts
+        kinds, machines = self.demand.shape[0], self.capacity.shape[0]
+        self.kind_of = np.repeat(np.arange(kinds), machines)
+        self.machine_of = np.tile(np.arange(machines), kinds)
 
     def overflow(self, load: np.ndarray, machines=slice(None)) -> np.ndarray:
         return _overflow(load, self.capacity[machines], self.scale[machines])
@@ -111,11 +115,13 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     room = (counts.T @ cluster.demand).T - cluster.capacity_t  # load - capacity, (R, H)
     over = (np.maximum(room, 0.0) * inverse).sum(axis=0)
     tabu = np.zeros(counts.shape, dtype=np.int64)  # kind u may not go to h before iteration
+    held = counts.reshape(-1)  # a view (the copy above is C-ordered): follows the moves below
     for it in range(iterations):
         hot = np.flatnonzero(over > 0)
         if hot.size == 0:
             return counts
-        kinds, machines = np.nonzero(counts)
+        nonzero = held != 0  # as np.nonzero(counts), row-major, at half the cost
+        kinds, machines = cluster.kind_of[nonzero], cluster.machine_of[nonzero]
         h = int(hot[rng.integers(hot.size)])
         here = machines == h
         mine = kinds[here]  # the task kinds on the machine this iteration relieves
@@ -130,15 +136,17 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
         moved[:, h] = np.inf
         # one task of `mine` for one task of another kind on another machine
         swapped = off[:, kinds] - over[h] + onto[:, H:] - over[machines][None]
-        swapped[:, here] = np.inf
-        swapped[mine[:, None] == kinds[None]] = np.inf
+        swapped[here[None] | (mine[:, None] == kinds[None])] = np.inf
         # a tabu move is allowed when it lowers the weighted overflow
         banned = tabu[mine] > it
         moved[banned & (moved >= -1e-12)] = np.inf
         swapped[(banned[:, machines] | (tabu[kinds, h][None] > it))
                 & (swapped >= -1e-12)] = np.inf
         scores = np.concatenate([moved.ravel(), swapped.ravel()])
-        pick = int(np.argmin(scores + 1e-12 * rng.random(scores.size)))
+        noisy = rng.random(scores.size)
+        noisy *= 1e-12
+        noisy += scores
+        pick = int(np.argmin(noisy))
         if not np.isfinite(scores[pick]):
             return None  # every move is tabu
         if pick < moved.size:

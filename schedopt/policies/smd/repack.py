@@ -92,10 +92,7 @@ def _overflows(room: np.ndarray, added: np.ndarray, inverse: np.ndarray) -> np.n
     load = room[:, None, :] + added[:, :, None]
     np.maximum(load, 0.0, out=load)
     load *= inverse[:, None, :]
-    total = load[0].copy()
-    for share in load[1:]:
-        total += share
-    return total
+    return load.sum(axis=0)  # slab by slab, in the order of the resources
 
 
 def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
@@ -136,12 +133,12 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
         moved[:, h] = np.inf
         # one task of `mine` for one task of another kind on another machine
         swapped = off[:, kinds] - over[h] + onto[:, H:] - over[machines][None]
-        swapped[here[None] | (mine[:, None] == kinds[None])] = np.inf
         # a tabu move is allowed when it lowers the weighted overflow
         banned = tabu[mine] > it
         moved[banned & (moved >= -1e-12)] = np.inf
-        swapped[(banned[:, machines] | (tabu[kinds, h][None] > it))
-                & (swapped >= -1e-12)] = np.inf
+        swapped[here[None] | (mine[:, None] == kinds[None])
+                | ((banned[:, machines] | (tabu[kinds, h][None] > it)) & (swapped >= -1e-12))] \
+            = np.inf
         scores = np.concatenate([moved.ravel(), swapped.ravel()])
         noisy = rng.random(scores.size)
         noisy *= 1e-12

@@ -50,6 +50,7 @@ from schedopt.traces.parameter_server import parameter_server_document
 VARIANTS = {
     "before": dict(reduced_cost=False, canonical_start=False),
     "hint": dict(reduced_cost=False),
+    "fixing": dict(place_relaxation=False),
     "after": dict(),
 }
 

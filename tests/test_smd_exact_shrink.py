@@ -149,3 +149,47 @@ def test_smd_exact_shrunk_equals_brute_force(instance):
         return
     assert result.status.value == "optimal"
     assert result.objective == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_placing_the_relaxations_configurations_proves_what_cpsat_proves(seed, monkeypatch):
+    # 12 jobs on 6 NIC-bound machines: the relaxation with integer configurations chooses
+    # configurations that the tabu search places, so smd_exact answers without CP-SAT (its
+    # short first run left out here: it proves these small instances itself); CP-SAT run to
+    # optimality without that step finds the same optimum, below smd's answer
+    import schedopt.policies.smd.exact as exact
+    from schedopt.backends import Status
+
+    problem = SmdProblem.from_instance(parse_instance(
+        parameter_server_document(12, 6, seed=seed, regime="nic")))
+    start = smd(problem)
+    solved = smd_exact(problem, start=start, place_relaxation=False)
+    default = smd_exact(problem, start=start)
+    monkeypatch.setattr(exact, "QUICK_WORK", 0.0)
+    placed = smd_exact(problem, start=start)
+    assert placed.details["relaxation_placed"] is True
+    assert "termination" not in placed.details  # CP-SAT did not run
+    assert placed.status is Status.OPTIMAL and solved.status is Status.OPTIMAL
+    assert default.status is Status.OPTIMAL
+    assert_valid(problem, placed)
+    assert placed.objective == pytest.approx(solved.objective, rel=1e-9)
+    assert default.objective == pytest.approx(solved.objective, rel=1e-9)
+    assert placed.objective < start.objective * (1 - 1e-4)
+    assert placed.bound == pytest.approx(placed.objective, rel=1e-9)
+    assert placed.details["configurations"] == pytest.approx(placed.objective, rel=1e-9)
+
+
+def test_without_a_placement_the_relaxations_bound_is_kept(monkeypatch):
+    # the relaxation's configurations given no tries: smd_exact goes on to CP-SAT, and its
+    # bound is at least that relaxation's and at most the optimum
+    import schedopt.policies.smd.exact as exact
+
+    problem = SmdProblem.from_instance(parse_instance(
+        parameter_server_document(12, 6, seed=3, regime="nic")))
+    monkeypatch.setattr(exact, "PROOF_TRIES", 0)
+    monkeypatch.setattr(exact, "QUICK_WORK", 0.0)
+    result = smd_exact(problem, start=smd(problem))
+    assert result.details["relaxation_placed"] is False
+    assert result.status.value == "optimal"
+    assert result.details["configurations"] <= result.objective * (1 + 1e-9)
+    assert result.details["configurations"] > result.details["relaxation"]

@@ -362,6 +362,30 @@ def test_tabu_placement_places_exactly_the_counts_or_nothing(instance, seed):
         assert pack_counts(problem, w, p, search=True) is not None
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regime_instances(max_jobs=6, max_machines=3), st.integers(0, 2**16))
+def test_tabu_placement_near_a_placement_places_exactly_the_counts_or_nothing(instance, seed):
+    # from smd's placement with other counts (some jobs more tasks, some fewer): what it places
+    # has exactly the new counts and fits, and the exhaustive search confirms one exists
+    from schedopt.policies.smd.packing import pack_counts
+
+    problem = SmdProblem.from_instance(instance)
+    near = smd(problem).placement
+    rng = np.random.default_rng(seed)
+    w = np.clip(near.total_workers + rng.integers(-1, 2, problem.num_jobs), 1, problem.max_workers)
+    p = np.clip(near.total_ps + rng.integers(-1, 2, problem.num_jobs), 1, problem.max_ps)
+    found = repack_module.tabu_placement(problem, w, p, seed=seed, near=near)
+    if found is not None:
+        assert found.violations(problem) == []
+        np.testing.assert_array_equal(found.total_workers, w)
+        np.testing.assert_array_equal(found.total_ps, p)
+        assert pack_counts(problem, w, p, search=True) is not None
+    # with its own counts, the placement is already feasible: returned as it is
+    same = repack_module.tabu_placement(problem, near.total_workers, near.total_ps, near=near)
+    np.testing.assert_array_equal(same.workers, near.workers)
+    np.testing.assert_array_equal(same.ps, near.ps)
+
+
 def test_smd_places_the_bounds_choice_by_tabu_search():
     # instance 41 of the NIC-bound regime (56 jobs): first fit cannot place the Lagrangian
     # bound's configuration choice and CP-SAT finds no placement of it within 0.15 units of

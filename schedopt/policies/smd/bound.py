@@ -34,7 +34,7 @@ import dataclasses
 
 import numpy as np
 
-from schedopt.backends import LinearProgram, SolveOptions
+from schedopt.backends import LinearProgram, SolveOptions, Status
 from schedopt.backends.session import Solver
 from schedopt.errors import SolveError
 from schedopt.policies.smd.milp import ExactProgram
@@ -115,12 +115,29 @@ def configuration_relaxation(program: ExactProgram,
     """A lower bound on the program's optimum (seconds) from its MILP with only the configuration
     columns integer and the placement fractional: SCIP's proven bound, valid also when the time
     limit (seconds) stops it; None when SCIP is not installed or proves nothing."""
-    integer = np.zeros(program.lp.num_cols, dtype=bool)
+    return configuration_choice(program, time_limit=time_limit)[0]
+
+
+def configuration_choice(program: ExactProgram, lp: LinearProgram | None = None,
+                         time_limit: float | None = None) -> tuple[float | None,
+                                                                   np.ndarray | None]:
+    """(`configuration_relaxation`'s bound, seconds; the configuration index of each job (n,) in
+    SCIP's optimal solution of that relaxation, None unless SCIP proved it optimal), on the
+    program's MILP or on `lp`, the same columns with tighter bounds (smd_exact's, shrunk by
+    reduced costs: its relaxation bounds every solution those bounds keep)."""
+    lp = program.lp if lp is None else lp
+    integer = np.zeros(lp.num_cols, dtype=bool)
     integer[program.z.columns] = True
     try:
-        result = Solver(CONFIGURATION_SOLVER, SolveOptions(time_limit=time_limit, threads=1)).solve(
-            dataclasses.replace(program.lp, integer=integer))
+        result = Solver(CONFIGURATION_SOLVER, SolveOptions(time_limit=time_limit, threads=1,
+                                                           mip_gap=0.0)).solve(
+            dataclasses.replace(lp, integer=integer))
     except SolveError:
-        return None
+        return None, None
     bound = result.bound
-    return float(bound) if bound is not None and np.isfinite(bound) else None
+    if bound is None or not np.isfinite(bound):
+        return None, None
+    choice = None
+    if result.status is Status.OPTIMAL and result.x is not None:
+        choice = np.argmax(result.x[program.z.columns].reshape(program.z.shape), axis=1)
+    return float(bound), choice

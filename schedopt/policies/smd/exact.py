@@ -6,8 +6,15 @@ Before the solver starts, the LP relaxation (HiGHS, its bound certified by
 `schedopt.policies.smd.bound.dual_bound`) and smd's objective U shrink the MILP: every column is
 bounded to what a solution of objective <= U allows at the LP's reduced costs
 (`reduced_cost_bounds`; on 40-job NIC-bound instances this removes most configurations), and
-when the LP's bound reaches U, smd's placement is returned as optimal without the solver. The
-reported bound is the larger of the solver's and the LP's.
+when the LP's bound reaches U, smd's placement is returned as optimal without the solver.
+
+Then the shrunk MILP with only the configuration columns integer (SCIP, `configuration_choice`)
+gives a stronger bound and a configuration per job; where the tabu search of
+`schedopt.policies.smd.repack` places exactly those configurations (PROOF_TRIES tries, from
+scratch and from smd's placement in turn), that placement's sum of completion times equals the
+bound, so it is returned as optimal without the solver. On NIC-bound clusters, where CP-SAT's
+bound stops at that relaxation, this is what proves most instances (docs/smd.md). The reported
+bound is the largest of the solver's, the LP's and that relaxation's.
 
 Every column is integer, so CP-SAT takes it (the objective coefficients, seconds, stay floats:
 CP-SAT scales them itself, and the objective reported here is recomputed from the placement).
@@ -25,18 +32,24 @@ import numpy as np
 from schedopt.backends import SolveOptions, Status
 from schedopt.backends.session import Solver
 from schedopt.policies.smd.algorithm import SmdSolution, solution
-from schedopt.policies.smd.bound import reduced_cost_bounds, solve_relaxation
+from schedopt.policies.smd.bound import configuration_choice, reduced_cost_bounds, solve_relaxation
 from schedopt.policies.smd.milp import ExactProgram, exact_program  # noqa: F401 (re-exported)
 from schedopt.policies.smd.model import Placement, SmdProblem
+from schedopt.policies.smd.repack import tabu_placement
 
 DEFAULT_SOLVER = "cpsat"
 OBJECTIVE_SCALE = 1e4  # seconds: smaller objectives are multiplied up to this for the solver
+PROOF_ITERATIONS = 10_000  # tabu iterations per try to place the relaxation's configurations
+PROOF_TRIES = 8  # tries to place them: from scratch and from the start's placement, in turn
+PROOF_SHARE = 0.5  # of the time limit, at most, for the relaxation and the tries
+QUICK_WORK = 1.0  # CP-SAT deterministic time spent before the relaxation and the tries
 
 
 def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
               options: SolveOptions | None = None, warm_start: bool = True,
               symmetry: bool = True, reduced_cost: bool = True,
-              canonical_start: bool = True, start: SmdSolution | None = None) -> SmdSolution:
+              canonical_start: bool = True, start: SmdSolution | None = None,
+              place_relaxation: bool = True) -> SmdSolution:
     """The exact optimum (status optimal; with a time limit possibly feasible, `bound` the
     larger of the solver's proven lower bound and the LP relaxation's, seconds). warm_start:
     run `smd` first and give its placement as the MIP start (unless `options.start` is set;
@@ -50,7 +63,12 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
     when a limit stopped the solver without a solution better than its start, which is then
     the answer: a time-limited smd_exact is never worse than smd). solver: a Solver session,
     or a backend name with `options` (its settings); start: an `smd` result to start from
-    instead of running smd (with warm_start)."""
+    instead of running smd (with warm_start); place_relaxation: with reduced_cost, before the
+    solver, place the configurations of the relaxation with integer configurations (module
+    docstring; False: the previous release, for comparisons). details also: configurations
+    (that relaxation's bound, s, when solved) and relaxation_placed (True when its
+    configurations were placed, which proves the placement optimal without the solver),
+    proof_seconds (wall-clock seconds of that step, taken off the solver's time limit)."""
     clock = time.perf_counter()
     if not isinstance(solver, Solver):
         solver = Solver(solver, options)
@@ -95,9 +113,37 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
     least = float(np.where(cfg.valid, cfg.time, np.inf).min(axis=1, initial=np.inf).sum()) \
         if problem.num_jobs else 1.0
     factor = max(1.0, OBJECTIVE_SCALE / least) if least > 0 else 1.0
-    result = solver.with_settings(start=options.start).solve(
-        dataclasses.replace(lp, c=lp.c * factor, objective_offset=lp.objective_offset * factor))
-    bounds = [b for b in (None if result.bound is None else result.bound / factor, relaxed)
+    scaled = dataclasses.replace(lp, c=lp.c * factor, objective_offset=lp.objective_offset * factor)
+    result, solver_bounds = None, []
+    if place_relaxation and relaxed is not None:
+        began = time.perf_counter()
+        if solver.name == DEFAULT_SOLVER and QUICK_WORK > 0:
+            # a short CP-SAT run first proves what is easy for it, before the costlier tries
+            quick = solver.with_settings(start=options.start, deterministic_time=min(
+                QUICK_WORK, options.deterministic_time or np.inf)).solve(scaled)
+            solver_bounds.append(quick.bound)
+            result = quick if quick.status is Status.OPTIMAL else None
+        if result is None:
+            limit = None if options.time_limit is None else PROOF_SHARE * options.time_limit
+            proof = _placed_relaxation(problem, cfg, program, lp, limit, details,
+                                       seed.placement)
+            details["proof_seconds"] = time.perf_counter() - began
+            if proof is not None:
+                out = solution(problem, proof, solver.name, clock, status=Status.OPTIMAL,
+                               bound=max(details["configurations"], relaxed), details=details)
+                out.details["gap"] = 0.0
+                return out
+            relaxed = max(relaxed, details.get("configurations") or -np.inf)
+    if result is None:
+        settings = {"start": options.start}
+        if options.time_limit is not None and "proof_seconds" in details:
+            settings["time_limit"] = max(options.time_limit - details["proof_seconds"], 1e-3)
+        if options.deterministic_time is not None and solver_bounds:
+            settings["deterministic_time"] = max(options.deterministic_time - QUICK_WORK, 1e-3)
+        result = solver.with_settings(**settings).solve(scaled)
+    solver_bounds.append(result.bound)
+    solver_bound = max((b for b in solver_bounds if b is not None), default=None)
+    bounds = [b for b in (None if solver_bound is None else solver_bound / factor, relaxed)
               if b is not None]
     bound = max(bounds) if bounds else None
     details["termination"] = result.detail
@@ -119,3 +165,33 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
     out.details["gap"] = None if out.bound is None else \
         max(out.objective - out.bound, 0.0) / max(abs(out.objective), 1e-12)
     return out
+
+
+def _placed_relaxation(problem: SmdProblem, cfg, program: ExactProgram, lp, time_limit,
+                       details: dict, near: Placement | None) -> Placement | None:
+    """A placement of the configurations that the relaxation with integer configurations (SCIP,
+    on `lp`) chooses, found by the tabu search (`tabu_placement`) in at most PROOF_TRIES tries
+    of PROOF_ITERATIONS iterations, from scratch and from the placement `near` (smd's) in turn,
+    whose sum of completion times reaches that relaxation's bound, which is then proven
+    optimal; None otherwise. Stops trying once `time_limit` CPU seconds (None: no
+    limit) have passed; sets details["configurations"] (the bound) and
+    details["relaxation_placed"]."""
+    cpu = time.process_time()
+    bound, choice = configuration_choice(program, lp, time_limit)
+    details["configurations"], details["relaxation_placed"] = bound, False
+    if choice is None:
+        return None
+    rows = np.arange(problem.num_jobs)
+    workers, ps = cfg.workers[rows, choice], cfg.ps[rows, choice]
+    if problem.completion_time(workers, ps).sum() > bound * (1 + 1e-9):
+        return None
+    starts = [None, near] if near is not None else [None]
+    for attempt in range(PROOF_TRIES):
+        if time_limit is not None and time.process_time() - cpu >= time_limit:
+            break
+        placed = tabu_placement(problem, workers, ps, iterations=PROOF_ITERATIONS,
+                                seed=attempt // len(starts), near=starts[attempt % len(starts)])
+        if placed is not None:
+            details["relaxation_placed"] = True
+            return placed
+    return None

@@ -374,17 +374,34 @@ def _compound_step(problem: SmdProblem, cluster: _Cluster, counts: np.ndarray,
 
 
 def tabu_placement(problem: SmdProblem, w: np.ndarray, p: np.ndarray,
-                   iterations: int = PLACE_ITERATIONS, seed: int = 0) -> Placement | None:
+                   iterations: int = PLACE_ITERATIONS, seed: int = 0,
+                   near: Placement | None = None) -> Placement | None:
     """A placement of exactly w[i] workers and p[i] PSs per job, or None: every task, largest
-    share of the cluster's totals first, on the machine it overflows least, then the tabu
-    search (`relieve`) for at most `iterations` iterations."""
+    share of the cluster's totals first, on the machine it overflows least (or, given a
+    placement `near`, its tasks: those beyond the counts taken off the machines they would
+    overflow most, the missing ones added where they overflow least), then the tabu search
+    (`relieve`) for at most `iterations` iterations."""
     n = problem.num_jobs
     cluster = _Cluster(problem)
-    size = np.concatenate(problem.task_sizes())
-    tasks = np.repeat(np.arange(2 * n), np.concatenate([w, p]).astype(np.int64))
-    counts = np.zeros((2 * n, problem.num_machines), dtype=np.int64)
-    load = np.zeros(problem.capacity.shape)
-    for u in tasks[np.argsort(-size[tasks], kind="stable")].tolist():
+    target = np.concatenate([w, p]).astype(np.int64)
+    if near is None:
+        counts = np.zeros((2 * n, problem.num_machines), dtype=np.int64)
+        load = np.zeros(problem.capacity.shape)
+        size = np.concatenate(problem.task_sizes())
+        tasks = np.repeat(np.arange(2 * n), target)
+        adding = tasks[np.argsort(-size[tasks], kind="stable")].tolist()
+    else:
+        counts = np.concatenate([near.workers, near.ps]).astype(np.int64)
+        load = counts.T @ cluster.demand
+        for u in np.flatnonzero(counts.sum(axis=1) > target).tolist():
+            for _ in range(int(counts[u].sum() - target[u])):
+                hosts = np.flatnonzero(counts[u])
+                h = int(hosts[np.argmax(cluster.overflow(load[hosts] + cluster.demand[u], hosts))])
+                counts[u, h] -= 1
+                load[h] -= cluster.demand[u]
+        short = np.maximum(target - counts.sum(axis=1), 0)
+        adding = np.repeat(np.arange(2 * n), short).tolist()
+    for u in adding:
         to = cluster.least_overflow(load, u)
         counts[u, to] += 1
         load[to] += cluster.demand[u]

@@ -14,8 +14,11 @@ the variants (`--variants`, default all) start from its placement:
   release before the MILP was shrunk (its hint violates the symmetry rows);
 - hint: `smd_exact(problem, reduced_cost=False, start=smd's)`: the hint permuted to satisfy
   the symmetry rows;
-- after: `smd_exact(problem, start=smd's)`: that hint, and the columns bounded by the LP
-  relaxation's reduced costs (the LP's bound kept).
+- fixing: `smd_exact(problem, place_relaxation=False, start=smd's)`: that hint, and the columns
+  bounded by the LP relaxation's reduced costs (the LP's bound kept);
+- after: `smd_exact(problem, start=smd's)`, the default: also a short CP-SAT run, then the
+  configurations of the relaxation with integer configurations placed by the tabu search
+  where it can (a placement found is optimal).
 Next to them each instance's LP relaxation (HiGHS) and its relaxation with integer
 configurations and a fractional placement (`configuration_relaxation`, SCIP, `--scip-limit`
 seconds), the value near which CP-SAT's bound stops.

@@ -51,7 +51,8 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
               canonical_start: bool = True, start: SmdSolution | None = None,
               place_relaxation: bool = True) -> SmdSolution:
     """The exact optimum (status optimal; with a time limit possibly feasible, `bound` the
-    larger of the solver's proven lower bound and the LP relaxation's, seconds). warm_start:
+    largest of the solver's proven lower bound, the LP relaxation's and, with
+    place_relaxation, the relaxation with integer configurations', seconds). warm_start:
     run `smd` first and give its placement as the MIP start (unless `options.start` is set;
     cpsat and scip read it, other backends ignore it); symmetry: the symmetry-breaking rows;
     reduced_cost: bound the columns by the LP's reduced costs and smd's objective (module

@@ -41,7 +41,7 @@ DEFAULT_SOLVER = "cpsat"
 OBJECTIVE_SCALE = 1e4  # seconds: smaller objectives are multiplied up to this for the solver
 PROOF_ITERATIONS = 10_000  # tabu iterations per try to place the relaxation's configurations
 PROOF_TRIES = 8  # tries to place them: from scratch and from the start's placement, in turn
-PROOF_SHARE = 0.5  # of the time limit, at most, for the relaxation and the tries
+PROOF_SHARE = 0.5  # of time_limit (wall-clock): the quick run, the relaxation and the tries
 QUICK_WORK = 1.0  # CP-SAT deterministic time spent before the relaxation and the tries
 
 
@@ -118,15 +118,18 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
     result, solver_bounds = None, []
     if place_relaxation and relaxed is not None:
         began = time.perf_counter()
+        share = None if options.time_limit is None else PROOF_SHARE * options.time_limit
         if solver.name == DEFAULT_SOLVER and QUICK_WORK > 0:
             # a short CP-SAT run first proves what is easy for it, before the costlier tries
-            quick = solver.with_settings(start=options.start, deterministic_time=min(
-                QUICK_WORK, options.deterministic_time or np.inf)).solve(scaled)
+            quick = solver.with_settings(start=options.start, time_limit=share,
+                                         deterministic_time=min(
+                                             QUICK_WORK, options.deterministic_time or np.inf)
+                                         ).solve(scaled)
             solver_bounds.append(quick.bound)
             result = quick if quick.status is Status.OPTIMAL else None
         if result is None:
-            limit = None if options.time_limit is None else PROOF_SHARE * options.time_limit
-            proof = _placed_relaxation(problem, cfg, program, lp, limit, details,
+            deadline = None if share is None else began + share
+            proof = _placed_relaxation(problem, cfg, program, lp, deadline, details,
                                        seed.placement)
             details["proof_seconds"] = time.perf_counter() - began
             if proof is not None:
@@ -168,18 +171,22 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
     return out
 
 
-def _placed_relaxation(problem: SmdProblem, cfg, program: ExactProgram, lp, time_limit,
-                       details: dict, near: Placement | None) -> Placement | None:
+def _placed_relaxation(problem: SmdProblem, cfg, program: ExactProgram, lp,
+                       deadline: float | None, details: dict,
+                       near: Placement | None) -> Placement | None:
     """A placement of the configurations that the relaxation with integer configurations (SCIP,
     on `lp`) chooses, found by the tabu search (`tabu_placement`) in at most PROOF_TRIES tries
     of PROOF_ITERATIONS iterations, from scratch and from the placement `near` (smd's) in turn,
     whose sum of completion times reaches that relaxation's bound, which is then proven
-    optimal; None otherwise. Stops trying once `time_limit` CPU seconds (None: no
-    limit) have passed; sets details["configurations"] (the bound) and
-    details["relaxation_placed"]."""
-    cpu = time.process_time()
-    bound, choice = configuration_choice(program, lp, time_limit)
-    details["configurations"], details["relaxation_placed"] = bound, False
+    optimal; None otherwise. Nothing starts after `deadline` (a `time.perf_counter()` value;
+    None: no limit), and SCIP is limited to it; sets details["configurations"] (the bound, None
+    when not solved) and details["relaxation_placed"]."""
+    details["configurations"], details["relaxation_placed"] = None, False
+    left = (lambda: np.inf) if deadline is None else (lambda: deadline - time.perf_counter())
+    if left() <= 0:
+        return None
+    bound, choice = configuration_choice(program, lp, None if deadline is None else left())
+    details["configurations"] = bound
     if choice is None:
         return None
     rows = np.arange(problem.num_jobs)
@@ -188,7 +195,7 @@ def _placed_relaxation(problem: SmdProblem, cfg, program: ExactProgram, lp, time
         return None
     starts = [None, near] if near is not None else [None]
     for attempt in range(PROOF_TRIES):
-        if time_limit is not None and time.process_time() - cpu >= time_limit:
+        if left() <= 0:
             break
         placed = tabu_placement(problem, workers, ps, iterations=PROOF_ITERATIONS,
                                 seed=attempt // len(starts), near=starts[attempt % len(starts)])

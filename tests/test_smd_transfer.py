@@ -105,19 +105,19 @@ def test_transfers_end_where_no_single_transfer_or_drop_helps(instance, seed, fr
 
 # The placement smd's searches ended at on mixed instance 13 before the transfers, in the
 # release whose neighbourhood steps ran CP-SAT with its presolve (and with repack_patience=0):
-# one string per job, its task count on each of the 9 machines
-_MIXED13_WORKERS = ("000001000", "001000000", "000100000", "100000000", "000200000", "001000000",
-                    "300000000", "000000010", "001000000", "000000100", "001000020", "010000000",
-                    "000000200", "000200000", "001000000", "000000100", "100010000", "000000112",
-                    "000000010", "002000000", "000001000", "000100000", "000000001", "000100000",
-                    "010000000", "100000000", "000000100", "000001000", "100000001", "100000000",
-                    "000010000", "000000030", "001000000", "000001000", "000100000", "000000001")
-_MIXED13_PS = ("000010000", "100000000", "000000010", "010000000", "010000000", "001000000",
-               "300000000", "000010000", "010000000", "001000000", "300000000", "100000000",
-               "001000000", "002000000", "000010000", "000000010", "101000000", "101000010",
-               "000000010", "003000000", "000001000", "010000000", "010010000", "000000010",
-               "010000000", "000010000", "000000010", "100000000", "100000010", "010000000",
-               "010000000", "000010000", "000000001", "010000000", "000000020", "000001000")
+# one row per job, its workers then its PSs on each of the 9 machines
+_MIXED13 = ("000001000 000010000", "001000000 100000000", "000100000 000000010",
+            "100000000 010000000", "000200000 010000000", "001000000 001000000",
+            "300000000 300000000", "000000010 000010000", "001000000 010000000",
+            "000000100 001000000", "001000020 300000000", "010000000 100000000",
+            "000000200 001000000", "000200000 002000000", "001000000 000010000",
+            "000000100 000000010", "100010000 101000000", "000000112 101000010",
+            "000000010 000000010", "002000000 003000000", "000001000 000001000",
+            "000100000 010000000", "000000001 010010000", "000100000 000000010",
+            "010000000 010000000", "100000000 000010000", "000000100 000000010",
+            "000001000 100000000", "100000001 100000010", "100000000 010000000",
+            "000010000 010000000", "000000030 000010000", "001000000 000000001",
+            "000001000 010000000", "000100000 000000020", "000000001 000001000")
 
 
 def test_one_transfer_takes_mixed_instance_13_to_the_best_placement_known():
@@ -129,8 +129,8 @@ def test_one_transfer_takes_mixed_instance_13_to_the_best_placement_known():
     # returns changes the path to it (smd_exact later proved 558,305 s optimal)
     problem = benchmark_instance("mixed", 13)
     assert (problem.num_jobs, problem.num_machines) == (36, 9)
-    digits = lambda rows: np.array([[int(c) for c in row] for row in rows])  # noqa: E731
-    start = Placement(digits(_MIXED13_WORKERS), digits(_MIXED13_PS))
+    counts = np.array([[[int(c) for c in half] for half in row.split()] for row in _MIXED13])
+    start = Placement(counts[:, 0], counts[:, 1])
     assert start.violations(problem) == []
     assert _total(problem, start.workers, start.ps) == pytest.approx(586_283.2046, rel=1e-9)
     ended, stats = transfer(problem, start)

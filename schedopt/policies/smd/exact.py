@@ -115,7 +115,7 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
         if problem.num_jobs else 1.0
     factor = max(1.0, OBJECTIVE_SCALE / least) if least > 0 else 1.0
     scaled = dataclasses.replace(lp, c=lp.c * factor, objective_offset=lp.objective_offset * factor)
-    result, solver_bounds = None, []
+    result = quick = None
     if place_relaxation and relaxed is not None:
         began = time.perf_counter()
         share = None if options.time_limit is None else PROOF_SHARE * options.time_limit
@@ -125,7 +125,6 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
                                          deterministic_time=min(
                                              QUICK_WORK, options.deterministic_time or np.inf)
                                          ).solve(scaled)
-            solver_bounds.append(quick.bound)
             result = quick if quick.status is Status.OPTIMAL else None
         if result is None:
             deadline = None if share is None else began + share
@@ -142,11 +141,11 @@ def smd_exact(problem: SmdProblem, solver: Solver | str = DEFAULT_SOLVER,
         settings = {"start": options.start}
         if options.time_limit is not None and "proof_seconds" in details:
             settings["time_limit"] = max(options.time_limit - details["proof_seconds"], 1e-3)
-        if options.deterministic_time is not None and solver_bounds:
+        if options.deterministic_time is not None and quick is not None:
             settings["deterministic_time"] = max(options.deterministic_time - QUICK_WORK, 1e-3)
         result = solver.with_settings(**settings).solve(scaled)
-    solver_bounds.append(result.bound)
-    solver_bound = max((b for b in solver_bounds if b is not None), default=None)
+    solver_bound = max((run.bound for run in (quick, result)
+                        if run is not None and run.bound is not None), default=None)
     bounds = [b for b in (None if solver_bound is None else solver_bound / factor, relaxed)
               if b is not None]
     bound = max(bounds) if bounds else None

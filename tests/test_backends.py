@@ -280,7 +280,8 @@ def test_importing_backends_imports_no_solver_package():
 def test_all_solver_packages_coexist_in_one_process(first):
     """The guard against the highspy/ortools duplicate-HiGHS-symbols clash, in both import orders:
     highspy's HiGHS and the HiGHS inside OR-Tools (through pywraplp) both solve in one process,
-    and so do ECOS and GLPK_MI (the Gavel adapter's solvers) after them."""
+    and so do ECOS and GLPK_MI (the Gavel adapter's solvers) after them, and numba compiles
+    beside all of them."""
     imports = ["import highspy", "from ortools.math_opt.python import mathopt",
                "from ortools.linear_solver import pywraplp", "import pulp", "import cvxpy"]
     if first == "ortools":
@@ -309,11 +310,15 @@ for name in ("ECOS", "GLPK_MI"):
     problem = cvxpy.Problem(cvxpy.Maximize(np.array([3.0, 2, 4]) @ y),
                             [y >= 0, y <= 10, rows[0] <= 4, rows[1] >= 1, rows[1] <= 5, rows[2] <= 3])
     objectives["cvxpy-" + name] = problem.solve(solver=name)
+import numba  # the tabu search's compiler (its own LLVM), loaded after all of them
+from schedopt.policies.smd.tabu_compiled import compiled_kernel
+assert compiled_kernel() is not None
+objectives["numba"] = numba.njit(lambda v: v + 0.5)(10.0)
 print(json.dumps(objectives))
 """)
     objectives = json.loads(out.strip().splitlines()[-1])  # OR-Tools' HiGHS prints a banner first
     assert set(objectives) == {"highs", "glop", "cbc", "cvxpy", "ortools-highs", "cvxpy-ECOS",
-                               "cvxpy-GLPK_MI"}
+                               "cvxpy-GLPK_MI", "numba"}
     for name, value in objectives.items():
         assert value == pytest.approx(10.5, rel=1e-7), name
 

@@ -21,6 +21,7 @@ pytest.importorskip("numba")
 def _both(monkeypatch, cluster, counts, iterations, seed):
     """relieve's answer and the generator's state after it, numpy first, then compiled."""
     out = []
+    monkeypatch.setattr(repack_module, "NUMPY_FIRST", 0)
     for compiled in (False, True):
         monkeypatch.setattr(repack_module, "COMPILED", compiled)
         rng = np.random.default_rng(seed)
@@ -82,6 +83,7 @@ def test_smd_gives_the_same_answer_either_way(monkeypatch):
     # a memory-bound cluster of 50 jobs, where the repacking step's searches are most of smd
     problem = benchmark_instance("memory", 0)
     answers = []
+    monkeypatch.setattr(repack_module, "NUMPY_FIRST", 0)
     for compiled in (False, True):
         monkeypatch.setattr(repack_module, "COMPILED", compiled)
         result = smd(problem, time_limit=1e9)
@@ -101,6 +103,7 @@ def test_without_numba_the_numpy_search_runs(monkeypatch, how):
         monkeypatch.setitem(sys.modules, "numba", None)  # `import numba` raises ImportError
     else:
         monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+    monkeypatch.setattr(repack_module, "NUMPY_FIRST", 0)
     compiled_kernel.cache_clear()
     try:
         assert compiled_kernel() is None
@@ -115,3 +118,18 @@ def test_without_numba_the_numpy_search_runs(monkeypatch, how):
         monkeypatch.undo()
         compiled_kernel.cache_clear()
     assert compiled_kernel() is not None
+
+
+def test_a_process_runs_numpy_first_then_the_compiled_loop(monkeypatch):
+    asked = []
+    monkeypatch.setattr(repack_module, "compiled_kernel",
+                        lambda: asked.append(True) or compiled_kernel())
+    monkeypatch.setattr(repack_module, "NUMPY_FIRST", 100)
+    monkeypatch.setattr(repack_module, "_numpy_iterations", [0])
+    problem = benchmark_instance("nic", 1)  # 47 jobs; these scrambles are never placed
+    cluster = _Cluster(problem)
+    for seed in range(3):
+        assert not asked
+        assert relieve(cluster, _scrambled(problem, seed, 2), 60, np.random.default_rng(seed)) is None
+    # 60 + 60 iterations in numpy before the third search reach 100: it loads the compiled loop
+    assert repack_module._numpy_iterations[0] == 120 and len(asked) == 1

@@ -51,6 +51,11 @@ MAX_REMOVED = 3  # tasks of other jobs a compound change removes at most
 DEEPEN = True  # compound changes with one removal more than their totals need (`_compound_changes`)
 WEIGHT_STEP = 3.0  # added per iteration to the weight of each overflowing (machine, resource)
 COMPILED = True  # the numba loop (tabu_compiled) where numba is installed; False: numpy
+# tabu iterations a process runs in numpy before it loads the compiled loop (about 0.4 s of
+# numpy, what loading numba and the compiled loop costs once): a short run never pays for
+# numba, a long one pays at most twice what it would with the compiled loop from the start
+NUMPY_FIRST = 2_000
+_numpy_iterations = [0]  # run so far in this process
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -108,8 +113,9 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     persists costs more and the search moves on from it (guided local search). Zero weighted
     overflow is zero overflow, so what it returns is feasible.
 
-    With numba installed the loop below runs compiled (`tabu_compiled`, the same result bit for
-    bit, about 6x faster); COMPILED = False keeps it in numpy."""
+    With numba installed the loop below runs compiled (`tabu_compiled`: the same result bit for
+    bit, about 6x faster) once the process has run NUMPY_FIRST iterations in numpy;
+    COMPILED = False keeps it in numpy."""
     counts = counts.copy()
     DT = cluster.demand_t
     H = counts.shape[1]
@@ -117,7 +123,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     inverse = unit.copy()  # weight / scale: what an excess is multiplied by
     room = (counts.T @ cluster.demand).T - cluster.capacity_t  # load - capacity, (R, H)
     over = (np.maximum(room, 0.0) * inverse).sum(axis=0)
-    kernel = compiled_kernel() if COMPILED else None
+    kernel = compiled_kernel() if COMPILED and _numpy_iterations[0] >= NUMPY_FIRST else None
     if kernel is not None:
         moved = counts.astype(np.int64)
         placed = kernel(moved, room, inverse, over, DT, unit, iterations, rng, TENURE, WEIGHT_STEP)
@@ -128,6 +134,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
         hot = np.flatnonzero(over > 0)
         if hot.size == 0:
             return counts
+        _numpy_iterations[0] += 1
         nonzero = held != 0  # as np.nonzero(counts), row-major, at half the cost
         kinds, machines = cluster.kind_of[nonzero], cluster.machine_of[nonzero]
         h = int(hot[rng.integers(hot.size)])

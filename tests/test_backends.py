@@ -310,9 +310,9 @@ for name in ("ECOS", "GLPK_MI"):
     problem = cvxpy.Problem(cvxpy.Maximize(np.array([3.0, 2, 4]) @ y),
                             [y >= 0, y <= 10, rows[0] <= 4, rows[1] >= 1, rows[1] <= 5, rows[2] <= 3])
     objectives["cvxpy-" + name] = problem.solve(solver=name)
-import numba  # the tabu search's compiler (its own LLVM), loaded after all of them
-from schedopt.policies.smd.tabu_compiled import compiled_kernel
-assert compiled_kernel() is not None
+import numba  # smd's compiler (its own LLVM), loaded after all of them
+from schedopt.policies.smd import jit
+assert jit.load() is not None
 objectives["numba"] = numba.njit(lambda v: v + 0.5)(10.0)
 print(json.dumps(objectives))
 """)

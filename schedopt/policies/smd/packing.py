@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schedopt.policies.smd import jit
 from schedopt.policies.smd.model import SmdProblem
 
 TOL = 1e-9
@@ -51,6 +52,9 @@ class Packing:
     can host it, most such room first, then best fit; a new worker goes best fit (the machine
     with the least room that still takes it). Tasks are removed from the machines with the most
     free GPUs first.
+
+    With numba, `room`, `_add` and the search of `_place_one` run compiled (`packing_compiled`,
+    `jit`), with the same results bit for bit.
     """
 
     def __init__(self, problem: SmdProblem):
@@ -95,6 +99,10 @@ class Packing:
 
     def room(self, i: int) -> tuple[float, float]:
         """(workers, PSs) of job i that could be added, each counted alone."""
+        compiled = jit.kernels()
+        if compiled is not None:
+            return compiled.room_sums(self.left, self.a_inv[i], self.a_free[i], self.b_inv[i],
+                                      self.b_free[i])
         return (self._room(self.left, self.a_inv[i], self.a_free[i]).sum(),
                 self._room(self.left, self.b_inv[i], self.b_free[i]).sum())
 
@@ -124,6 +132,11 @@ class Packing:
         if self._add(i, 1 - kind, kind):
             return True
         d = self.b[i] if kind else self.a[i]
+        compiled = jit.kernels()
+        if compiled is not None:
+            found, moved, j, h, fits = compiled.relocation(self.left, d, self.workers, self.ps,
+                                                           self.a, self.b, self.a_size, self.b_size)
+            return found and self._relocate(i, kind, moved, j, h, fits)
         need = d[None, :] - self.left - TOL  # (H, R): what machine h lacks
         best = None
         for moved, demand, counts, size in ((0, self.a, self.workers, self.a_size),
@@ -146,7 +159,12 @@ class Packing:
                 best = (size[j], moved, j, int(hosts[k]), fits[k])
         if best is None:
             return False
-        _, moved, j, h, fits = best
+        return self._relocate(i, kind, *best[1:])
+
+    def _relocate(self, i: int, kind: int, moved: int, j: int, h: int, fits: np.ndarray) -> bool:
+        """Job j's task of kind `moved` from machine h to the best fit among `fits`, and job i's
+        new task of `kind` onto h (`_place_one`)."""
+        d = self.b[i] if kind else self.a[i]
         demand = self.b[j] if moved else self.a[j]
         room = np.where(fits, np.minimum(self.left, BIG) @ self.scale, np.inf)
         target = int(np.argmin(room))  # best fit
@@ -164,6 +182,12 @@ class Packing:
         return True
 
     def _add(self, i: int, dw: int, dp: int) -> bool:
+        compiled = jit.kernels()
+        if compiled is not None:
+            placed, self.left = compiled.add_tasks(
+                self.left, self.workers, self.ps, self.w, self.p, i, dw, dp, self.a, self.b,
+                self.a_inv, self.a_free, self.b_inv, self.b_free, self.reserve)
+            return placed
         left = self.left
         if dp:
             room = self._room(left, self.b_inv[i], self.b_free[i])

@@ -24,7 +24,7 @@ exceeds the distance to a proven lower bound. After `patience` failed changes in
 up to COMPOUND compound changes are tried (`_compound_changes`: one job's worker, PS or both
 more, for up to MAX_REMOVED tasks less of other jobs); the search goes on from the first one
 placed, and stops when none is. A tabu iteration costs about 0.2 ms at 60 jobs in numpy, about
-6x less compiled (`tabu_compiled`, where numba is installed).
+6x less compiled (`tabu_compiled`, `jit`).
 
 The same tabu search places a given choice of counts from scratch (`tabu_placement`): smd
 uses it for the Lagrangian bound's configuration choice where first fit fails.
@@ -36,10 +36,10 @@ import time
 
 import numpy as np
 
+from schedopt.policies.smd import jit
 from schedopt.policies.smd.model import Placement, SmdProblem
-from schedopt.policies.smd.tabu_compiled import compiled_kernel
 
-ITERATIONS = 60  # tabu iterations per change tried
+ITERATIONS = 120  # tabu iterations per change tried (60 before the loops were compiled; docs/smd.md)
 PATIENCE = 24  # failed changes in a row after which the search stops (docs/smd.md)
 HEAD = 12  # changes tried best first before the others are taken one added kind at a time
 TENURE = 7  # iterations a move back stays tabu (plus 0-2 at random)
@@ -50,12 +50,6 @@ COMPOUND = 12  # compound changes tried once the single ones are spent (`_compou
 MAX_REMOVED = 3  # tasks of other jobs a compound change removes at most
 DEEPEN = True  # compound changes with one removal more than their totals need (`_compound_changes`)
 WEIGHT_STEP = 3.0  # added per iteration to the weight of each overflowing (machine, resource)
-COMPILED = True  # the numba loop (tabu_compiled) where numba is installed; False: numpy
-# tabu iterations a process runs in numpy before it loads the compiled loop (about 0.4 s of
-# numpy, what loading numba and the compiled loop costs once): a short run never pays for
-# numba, a long one pays at most twice what it would with the compiled loop from the start
-NUMPY_FIRST = 2_000
-_numpy_iterations = [0]  # run so far in this process
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -114,8 +108,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     overflow is zero overflow, so what it returns is feasible.
 
     With numba installed the loop below runs compiled (`tabu_compiled`: the same result bit for
-    bit, about 6x faster) once the process has run NUMPY_FIRST iterations in numpy;
-    COMPILED = False keeps it in numpy."""
+    bit, about 6x faster) once the process has run `jit.NUMPY_FIRST` iterations in numpy."""
     counts = counts.copy()
     DT = cluster.demand_t
     H = counts.shape[1]
@@ -123,10 +116,11 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     inverse = unit.copy()  # weight / scale: what an excess is multiplied by
     room = (counts.T @ cluster.demand).T - cluster.capacity_t  # load - capacity, (R, H)
     over = (np.maximum(room, 0.0) * inverse).sum(axis=0)
-    kernel = compiled_kernel() if COMPILED and _numpy_iterations[0] >= NUMPY_FIRST else None
-    if kernel is not None:
+    compiled = jit.kernels()
+    if compiled is not None:
         moved = counts.astype(np.int64)
-        placed = kernel(moved, room, inverse, over, DT, unit, iterations, rng, TENURE, WEIGHT_STEP)
+        placed = compiled.relieve(moved, room, inverse, over, DT, unit, iterations, rng, TENURE,
+                                  WEIGHT_STEP)
         return moved.astype(counts.dtype, copy=False) if placed else None
     tabu = np.zeros(counts.shape, dtype=np.int64)  # kind u may not go to h before iteration
     held = counts.reshape(-1)  # a view (the copy above is C-ordered): follows the moves below
@@ -134,7 +128,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
         hot = np.flatnonzero(over > 0)
         if hot.size == 0:
             return counts
-        _numpy_iterations[0] += 1
+        jit.numpy_iterations[0] += 1
         nonzero = held != 0  # as np.nonzero(counts), row-major, at half the cost
         kinds, machines = cluster.kind_of[nonzero], cluster.machine_of[nonzero]
         h = int(hot[rng.integers(hot.size)])

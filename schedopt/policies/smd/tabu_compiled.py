@@ -1,24 +1,22 @@
-"""The tabu search of `repack.relieve`, compiled with numba: the same iterations, the same
-random draws in the same order and the same floating-point operations in the same order, so
-it returns the same counts bit for bit (tests/test_smd_tabu_compiled.py replays searches
-through both). The numpy version spends most of an iteration in the overhead of 20-odd small
-array calls; here an iteration is a few loops over the tasks of one machine.
-
-numba is imported, and the loop compiled (or loaded from numba's cache), on the first search
-only: `compiled_kernel()` is None where numba is missing or its JIT is disabled
-(NUMBA_DISABLE_JIT=1), and `repack.relieve` then runs its numpy version.
+"""The tabu search of `repack.relieve`, compiled with numba (imported by `jit.load` only): the
+same iterations, the same random draws in the same order and the same floating-point
+operations in the same order, so it returns the same counts bit for bit and leaves the random
+generator in the same state (tests/test_smd_compiled.py replays searches through both). The
+numpy version spends most of an iteration in the overhead of 20-odd small array calls; here
+an iteration is a few loops over the tasks of one machine.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
+
+from schedopt.policies.smd.jit import njit
 
 NEAR_ZERO = -1e-12  # a tabu move is allowed when its score is below this (as in repack)
 
 
-def _kernel(counts, room, inverse, over, demand_t, unit, iterations, rng, tenure, weight_step):
+@njit
+def relieve(counts, room, inverse, over, demand_t, unit, iterations, rng, tenure, weight_step):
     """In place on counts (K, H) int64, room (R, H), inverse (R, H) and over (H,): True when
     nothing overflows within `iterations`, False otherwise (also when every move is tabu)."""
     kinds_total, H = counts.shape
@@ -54,7 +52,6 @@ def _kernel(counts, room, inverse, over, demand_t, unit, iterations, rng, tenure
             if machines[k] == h:
                 mine[j] = kinds[k]
                 j += 1
-        width = H + n_tasks
         n_moved = n_mine * H
         scores = np.empty(n_moved + n_mine * n_tasks)
         for a in range(n_mine):
@@ -128,18 +125,3 @@ def _kernel(counts, room, inverse, over, demand_t, unit, iterations, rng, tenure
         if over[c] > 0:
             return False
     return True
-
-
-@functools.cache
-def compiled_kernel():
-    """`_kernel` compiled (cached on disk where numba can write its cache), or None."""
-    try:
-        import numba
-    except ImportError:
-        return None
-    if numba.config.DISABLE_JIT:
-        return None  # the loop would run as plain Python, far slower than numpy
-    try:
-        return numba.njit(cache=True, nogil=True)(_kernel)
-    except RuntimeError:  # no writable cache location: compile in every process
-        return numba.njit(nogil=True)(_kernel)

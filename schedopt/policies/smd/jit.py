@@ -2,11 +2,13 @@
 (`packing_compiled`), the same results bit for bit as their numpy versions, which run where
 numba is missing, where its JIT is disabled (NUMBA_DISABLE_JIT=1), or with COMPILED = False.
 
-Loading numba and the compiled loops costs a process 0.3-0.6 s once (from numba's on-disk
-cache; about 10 s the first time after installing, to compile). So a process runs its first
-NUMPY_FIRST tabu iterations (about 0.4 s) in numpy and only then loads them: a short run
-never pays for numba, and a long one pays at most about twice what it would with the
-compiled loops from the start (docs/smd.md, "The tabu search compiled").
+Loading numba and the compiled loops costs a process 0.7-1 s once (0.3 s to import numba,
+0.4 s for the first call, from numba's on-disk cache; about 10 s the first time after
+installing, to compile). So a process runs its first NUMPY_FIRST tabu iterations (0.5-1 s at
+60 jobs, about what loading costs) in numpy and only then loads them: a short run never pays
+for numba, and a long one pays at most about twice what the better choice made in advance
+would have cost (the rule of renting skis until their price is spent; docs/smd.md, "Twice the
+tabu iterations, with the inner loops compiled").
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import functools
 from types import SimpleNamespace
 
 COMPILED = True
-NUMPY_FIRST = 2_000  # tabu iterations a process runs in numpy before it loads numba
+NUMPY_FIRST = 4_000  # tabu iterations a process runs in numpy before it loads numba
 numpy_iterations = [0]  # run so far in this process (`repack.relieve` counts them)
 
 

@@ -14,8 +14,8 @@ from smd_strategies import benchmark_instance, regime_instances
 from schedopt.policies.smd import jit
 from schedopt.policies.smd.algorithm import smd
 from schedopt.policies.smd.model import SmdProblem
-from schedopt.policies.smd.repack import _Cluster, relieve
 from schedopt.policies.smd.packing import Packing
+from schedopt.policies.smd.repack import _Cluster, relieve
 
 pytest.importorskip("numba")
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedopt.policies.smd.jit import njit
-
-TOL = 1e-9  # as packing.TOL
+from schedopt.policies.smd.packing import TOL
 
 
 @njit

@@ -50,6 +50,8 @@ COMPOUND = 12  # compound changes tried once the single ones are spent (`_compou
 MAX_REMOVED = 3  # tasks of other jobs a compound change removes at most
 DEEPEN = True  # compound changes with one removal more than their totals need (`_compound_changes`)
 WEIGHT_STEP = 3.0  # added per iteration to the weight of each overflowing (machine, resource)
+LOWERS = -1e-12  # a tabu move is allowed when its score (change of weighted overflow) is below
+TIE_NOISE = 1e-12  # scale of the random noise that breaks ties between equal scores
 
 
 def _overflow(load: np.ndarray, capacity: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -118,7 +120,7 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
     over = (np.maximum(room, 0.0) * inverse).sum(axis=0)
     compiled = jit.kernels()
     if compiled is not None:
-        moved = counts.astype(np.int64)
+        moved = counts.astype(np.int64, copy=False)  # counts is this call's own copy
         placed = compiled.relieve(moved, room, inverse, over, DT, unit, iterations, rng, TENURE,
                                   WEIGHT_STEP)
         return moved.astype(counts.dtype, copy=False) if placed else None
@@ -147,13 +149,13 @@ def relieve(cluster: _Cluster, counts: np.ndarray, iterations: int,
         swapped = off[:, kinds] - over[h] + onto[:, H:] - over[machines][None]
         # a tabu move is allowed when it lowers the weighted overflow
         banned = tabu[mine] > it
-        moved[banned & (moved >= -1e-12)] = np.inf
+        moved[banned & (moved >= LOWERS)] = np.inf
         swapped[here[None] | (mine[:, None] == kinds[None])
-                | ((banned[:, machines] | (tabu[kinds, h][None] > it)) & (swapped >= -1e-12))] \
+                | ((banned[:, machines] | (tabu[kinds, h][None] > it)) & (swapped >= LOWERS))] \
             = np.inf
         scores = np.concatenate([moved.ravel(), swapped.ravel()])
         noisy = rng.random(scores.size)
-        noisy *= 1e-12
+        noisy *= TIE_NOISE
         noisy += scores
         pick = int(np.argmin(noisy))
         if not np.isfinite(scores[pick]):

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedopt.policies.smd.jit import njit
-
-NEAR_ZERO = -1e-12  # a tabu move is allowed when its score is below this (as in repack)
+from schedopt.policies.smd.repack import LOWERS, TIE_NOISE
 
 
 @njit
@@ -67,7 +66,7 @@ def relieve(counts, room, inverse, over, demand_t, unit, iterations, rng, tenure
                     x = room[r, c] + demand_t[r, u]
                     s += max(x, 0.0) * inverse[r, c]
                 score = ((off_none - over[h]) + s) - over[c]
-                if c == h or (tabu[u, c] > it and score >= NEAR_ZERO):
+                if c == h or (tabu[u, c] > it and score >= LOWERS):
                     score = np.inf
                 scores[a * H + c] = score
             for k in range(n_tasks):
@@ -82,14 +81,14 @@ def relieve(counts, room, inverse, over, demand_t, unit, iterations, rng, tenure
                     off += max(y, 0.0) * inverse[r, h]
                 score = ((off - over[h]) + s) - over[c]
                 if c == h or u == v or ((tabu[u, c] > it or tabu[v, h] > it)
-                                        and score >= NEAR_ZERO):
+                                        and score >= LOWERS):
                     score = np.inf
                 scores[n_moved + a * n_tasks + k] = score
         noise = rng.random(scores.size)
         pick = 0
         best = np.inf
         for i in range(scores.size):
-            value = noise[i] * 1e-12 + scores[i]
+            value = noise[i] * TIE_NOISE + scores[i]
             if value < best:
                 best = value
                 pick = i

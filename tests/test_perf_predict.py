@@ -10,8 +10,8 @@ import pytest
 from schedopt.perf import PerformanceModel, complete, hide_units, model_from_arrays
 from scipy.stats import halfnorm
 
-from schedopt.perf.predict import (CALIBRATION_QUANTILE, ERROR_FLOOR, MEMBERS, PAIR_MEMBERS, _Members,
-                                   _calibrated_sd, predict)
+from schedopt.perf.predict import (CALIBRATION_QUANTILE, ERROR_FLOOR, ISOLATED_MEMBERS, PAIR_MEMBERS,
+                                   _Members, _calibrated_sd, predict)
 from schedopt.perf.side import GroupRidge, job_type_info, relative_ratios
 from schedopt.traces.performance import label
 
@@ -198,8 +198,8 @@ def test_isolated_weights_are_chosen_per_single_and_multi_gpu_job_types():
         assert f"pairs:{g}" in ens.weights
         for rows in ("single-GPU", "multi-GPU"):
             w = ens.weights[f"isolated:{g}:{rows}"]
-            assert set(w) == set(MEMBERS) and sum(w.values()) == pytest.approx(1.0)
-        assert "ratio" not in ens.weights[f"pairs:{g}"] and "scaling" not in ens.weights[f"pairs:{g}"]
+            assert set(w) == set(ISOLATED_MEMBERS) and sum(w.values()) == pytest.approx(1.0)
+        assert set(ens.weights[f"pairs:{g}"]) == set(PAIR_MEMBERS)  # no ratio, scaling, pairmax there
     assert np.isfinite(ens.model.values[hidden]).all()
     # the ratio member can only be given weight where held-out folds favour it
     without = predict(seen, seed=0, ensemble=0, members=PAIR_MEMBERS, **FAST)

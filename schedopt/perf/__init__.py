@@ -7,8 +7,10 @@
   `pollux_placement_model` (Pollux per-placement profiles); online.py: `OnlineEstimator`
   (Gavel's EMA of measured throughputs).
 - completion.py: `complete`, low-rank completion of missing cells with an uncertainty.
-- side.py / predict.py: `predict`, an ensemble of low-rank completion, per-GPU-type low-rank
-  fits and a ridge on what the job-type labels say, weighted by held-out folds.
+- side.py / kernel.py / predict.py: `predict`, an ensemble of low-rank completion,
+  per-GPU-type low-rank fits, a ridge on what the job-type labels say, a Gaussian process of
+  pair slowdowns over similar job types, and local ratios for isolated cells, weighted by
+  held-out folds.
 - active.py: `suggest`, which missing cells to measure next (max-min regret, uncertainty).
 - study.py: `accuracy_study`, hide measured cells, complete, compare; `hidden_errors`,
   the error of every hidden cell with what its labels say; `plot_study`.

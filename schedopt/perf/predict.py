@@ -1,7 +1,7 @@
 """Predicting unmeasured steps/s by an ensemble selected on held-out measurements.
 
 `complete` (completion.py) fits one low-rank model to the whole matrix. `predict` combines
-six predictors of log steps/s, each good where the others are weak:
+seven predictors of log steps/s, each good where the others are weak:
 
 - `als`: that low-rank model (`complete`: rank and ridge weight chosen by validation);
 - `als_gpu`: the same model fitted separately to each GPU type's columns (its isolated column
@@ -11,6 +11,10 @@ six predictors of log steps/s, each good where the others are weak:
   log(T_pair / T_alone) from the two job types, their families and the GPU type; an isolated
   rate from the job type's relatives (same model at another batch size or scale factor).
   It also fills job types never measured on any GPU type (cold starts `complete` leaves).
+- `gp` (pair cells only): a Gaussian process per GPU type on the same slowdowns
+  (`schedopt.perf.kernel`): a pair is read off pairs of the same families at neighbouring
+  batch sizes, job and partner side together, with weights learned by marginal likelihood
+  (on Gavel's table it carries the V100 pairs the others predict worst).
 - `ratio` (isolated cells only): the job type's own rate on another GPU type, or its model's
   rate at another scale factor, times the ratio its relatives show between the two
   (`schedopt.perf.side.relative_ratios`).
@@ -67,12 +71,14 @@ from schedopt.perf.completion import (
     measurement_units,
 )
 from schedopt.errors import SchedoptError
+from schedopt.perf.kernel import PairGP
 from schedopt.perf.model import PerformanceModel
 from schedopt.perf.side import (GroupRidge, group_codes, isolated_groups, job_type_info,
                                 pair_groups, relative_ratios)
 
-MEMBERS = ("als", "als_gpu", "side", "ratio", "scaling", "pairmax")
-PAIR_MEMBERS = ("als", "als_gpu", "side")  # the others predict isolated cells only
+MEMBERS = ("als", "als_gpu", "side", "gp", "ratio", "scaling", "pairmax")
+PAIR_MEMBERS = ("als", "als_gpu", "side", "gp")  # the members that predict pair cells
+ISOLATED_MEMBERS = ("als", "als_gpu", "side", "ratio", "scaling", "pairmax")  # and isolated cells
 MIN_GROUP = 10
 SIDE_LAMBDAS = (0.03, 0.1, 0.3, 1.0)
 # (rank, lam) of the `scaling` member tried on held-out folds. On Gavel's table, 50% of the
@@ -95,10 +101,15 @@ OWN_EFFECT_PENALTY = 16.0
 
 
 def _simplex(n: int, step: float = 0.1) -> np.ndarray:
-    """(k, n): every weight vector on the grid of `step` with entries >= 0 summing to 1."""
+    """(k, n): every weight vector on the grid of `step` with entries >= 0 summing to 1, in
+    lexicographic order (the first of equally good rows wins in `_best_weights`)."""
     m = round(1 / step)
-    out = [c for c in itertools.product(range(m + 1), repeat=n) if sum(c) == m]
-    return np.array(out, dtype=float) / m
+    # stars and bars: n - 1 bars among m + n - 1 places, the gaps between them are the counts
+    bars = list(itertools.combinations(range(m + n - 1), n - 1))
+    bars = np.array(bars, dtype=int).reshape(len(bars), n - 1)
+    edges = np.hstack([np.full((len(bars), 1), -1), bars, np.full((len(bars), 1), m + n - 1)])
+    counts = np.diff(edges, axis=1) - 1
+    return counts[np.lexsort(counts.T[::-1])].astype(float) / m
 
 
 def _fit_cells(model: PerformanceModel, X: np.ndarray, weight: np.ndarray, cols: np.ndarray,
@@ -143,6 +154,7 @@ class _Members:
         b = model.pair_rows[(c - J) % P] if P else c
         self.pair_index = (a, c, g, b)
         self.pair_ridge = GroupRidge(pair_groups(info, a, b, g)) if a.size else None
+        self.pair_gp = PairGP(info, a, b, g)
         ia, ig = np.repeat(np.arange(R), J), np.tile(np.arange(J), R)
         self.iso_index = (ia, ig)
         groups = isolated_groups(info, ia, ig)  # the first is the job type's own effect
@@ -240,6 +252,21 @@ class _Members:
                 out[a, c] = np.minimum(self.pair_ridge.fit_predict(fit_pair, slow, lam), 0.0) + base
         return out
 
+    def gp(self, train: np.ndarray, iso_log: np.ndarray) -> np.ndarray:
+        """(R, C) log steps/s of the pair cells from the slowdown GPs (schedopt.perf.kernel),
+        their hyperparameters and posterior fitted on the usable pair cells in `train`;
+        slowdowns are relative to iso_log ((R, J) log steps/s). NaN in isolated columns."""
+        out = np.full(self.model.shape, np.nan)
+        a, c, g, b = self.pair_index
+        if a.size == 0:
+            return out
+        base = iso_log[a, g]
+        fit = (self.usable & train)[a, c] & np.isfinite(base)
+        slow = np.where(fit, self.X[a, c] - np.where(np.isfinite(base), base, 0.0), 0.0)
+        self.pair_gp.fit(fit, slow)
+        out[a, c] = np.minimum(self.pair_gp.predict(fit, slow), 0.0) + base
+        return out
+
 
 def _blend(preds: list[np.ndarray], w: np.ndarray) -> np.ndarray:
     """Weighted mean of the finite predictions (weights renormalized per cell); where every
@@ -264,15 +291,17 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     with the held-out-selected ensemble of the module doc. ranks, lambdas, ensemble: as in
     `complete` (the low-rank members' grid and bootstrap); side_lambdas: the side model's
     ridge weights tried; folds: held-out folds of the measured units; members: which of
-    MEMBERS take part (at least one of PAIR_MEMBERS). Returns a `Completion` whose `weights`
-    hold each member's weight per group ('pairs:<GPU type>', 'isolated:<GPU type>:single-GPU',
-    'isolated:<GPU type>:multi-GPU') and whose `residual` holds, per 'kind:GPU type', the
+    MEMBERS take part (at least one of PAIR_MEMBERS and one of ISOLATED_MEMBERS). Returns a
+    `Completion` whose `weights` hold each member's weight per group ('pairs:<GPU type>',
+    'isolated:<GPU type>:single-GPU', 'isolated:<GPU type>:multi-GPU') and whose `residual` holds, per 'kind:GPU type', the
     median calibrated s (log steps/s) over the held-out cells of that kind and GPU type (s
     differs from cell to cell: module doc)."""
     names = [m for m in MEMBERS if m in members]
     pair_names = [m for m in names if m in PAIR_MEMBERS]
-    if not pair_names:
-        raise SchedoptError(f"give at least one member of {', '.join(PAIR_MEMBERS)}")
+    iso_names = [m for m in names if m in ISOLATED_MEMBERS]
+    if not pair_names or not iso_names:
+        raise SchedoptError(f"give at least one member of {', '.join(PAIR_MEMBERS)} (pair cells) and one of "
+                            f"{', '.join(ISOLATED_MEMBERS)} (isolated cells)")
     base = complete(model, ranks=ranks, lambdas=lambdas, ensemble=ensemble, seed=seed,
                     isolated=isolated, pairs=pairs)
     J, gpu = len(model.gpu_types), model.column_gpu
@@ -286,7 +315,7 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     done = base.model.values[:, :J]
     iso_full = np.log(np.where(np.isfinite(done) & (done > 0), done, np.nan))
     fitter = _Members(model, base.rank, base.lam, gpu_hyper, seed)
-    held_out = {name: np.full(model.shape, np.nan) for name in ("als", "als_gpu", "ratio", "pairmax")}
+    held_out = {name: np.full(model.shape, np.nan) for name in ("als", "als_gpu", "gp", "ratio", "pairmax")}
     held_side = {lam: np.full(model.shape, np.nan) for lam in side_lambdas}
     held_scaling = {h: np.full(model.shape, np.nan) for h in SCALING_HYPER}
     for f in range(folds):
@@ -294,8 +323,10 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
         if "als" in names or "als_gpu" in names:
             for name, pred in fitter.low_rank(train).items():
                 held_out[name][held] = pred[held]
+        iso_log = np.where(held[:, :J], iso_full, iso_known)
+        if "gp" in names:
+            held_out["gp"][held] = fitter.gp(train, iso_log)[held]
         if "side" in names:
-            iso_log = np.where(held[:, :J], iso_full, iso_known)
             for lam in side_lambdas:
                 held_side[lam][held] = fitter.side(train, iso_log, lam)[held]
         fill = None  # isolated rates of single-GPU job types read off their pair rates
@@ -320,6 +351,8 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
                      for lam in set(side_lam.values())}
         full["side"] = np.where(model.is_pair[None, :], side_full[side_lam["pairs"]],
                                 side_full[side_lam["isolated"]])
+    if "gp" in names:
+        full["gp"] = fitter.gp(np.ones(model.shape, dtype=bool), iso_full)
     fill = None
     if "pairmax" in names:
         full["pairmax"] = fitter.pairmax(np.ones(model.shape, dtype=bool))
@@ -336,7 +369,7 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     out, w_als = np.full(model.shape, np.nan), np.zeros(model.shape)
     held_error = np.full(model.shape, np.nan)  # |log error| of the blend on held-out cells
     for kind, cols in kinds.items():
-        used = pair_names if kind == "pairs" else names
+        used = pair_names if kind == "pairs" else iso_names
         grid, preds = _simplex(len(used)), [held_out[n] for n in used]
         rows = {"": np.ones(len(multi), dtype=bool)} if kind == "pairs" else \
             {":single-GPU": ~multi, ":multi-GPU": multi}

@@ -1,0 +1,158 @@
+"""Gaussian-process regression of pair slowdowns on how alike the job types are.
+
+A pair cell (job type a sharing GPU type g with partner b) is predicted through a's slowdown
+y = log(T_pair / T_alone[a, g]) (log units; 0 = sharing costs a nothing). Two job types are
+alike when they are the same model family at nearby batch sizes and scale factors:
+
+    k(a, a') = [family a = family a'] exp(-|log2 batch a - log2 batch a'| / l
+                                          - |log2 scale a - log2 scale a'|)
+
+and the slowdowns of two pair cells on one GPU type covary as
+
+    cov(y[a, b], y[a', b']) = s_job k_l(a, a') + s_partner k_m(b, b')
+                              + s_pair k_l(a, a') k_m(b, b')
+                              + s_family [family a = family a'] [family b = family b']
+
+plus independent noise s_noise: a job's sensitivity, a partner's pressure, and their
+interaction, each smooth along the batch size within a family. The product term is what the
+additive ridge of `schedopt.perf.side` lacks: a ResNet-50 at batch size 64 next to an LM at
+batch size 20 is read off the same models at neighbouring batch sizes, with weights learned
+from the data rather than fixed groups. The seven hyperparameters (four variances, the noise
+and the two length scales l, m, in log2 batch-size units) maximize the marginal likelihood
+of the measured slowdowns on that GPU type (L-BFGS-B with the analytic gradient); the
+prediction is the posterior mean. One GP per GPU type: on Gavel's table a pair's V100 slowdown tells little
+about its P100 or K80 one (correlation 0.29-0.34).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.optimize as so
+
+from schedopt.perf.side import JobTypeInfo, _ids
+
+TERMS = ("job", "partner", "pair", "family", "noise")
+# starting point (variances in log units squared, length scales in log2 batch size)
+START = {"job": 0.05, "partner": 0.05, "pair": 0.05, "family": 0.02, "noise": 0.02,
+         "l": 1.0, "m": 1.0}
+LOG_BOUNDS = [(-9.0, 3.0)] * len(TERMS) + [(-3.0, 3.0)] * 2
+JITTER = 1e-6
+
+
+@dataclass(frozen=True)
+class _Similarity:
+    """Per job type pair (R, R): same family, and the distance in log2 batch size and log2
+    scale factor."""
+
+    family: np.ndarray
+    batch: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def of(cls, info: JobTypeInfo) -> _Similarity:
+        fam = _ids(info.family)
+        batch = np.log2(np.nan_to_num(info.batch_size, nan=1.0))
+        scale = np.log2(info.scale_factor.astype(float))
+        return cls((fam[:, None] == fam[None, :]).astype(float),
+                   np.abs(batch[:, None] - batch[None, :]), np.abs(scale[:, None] - scale[None, :]))
+
+    def kernel(self, length: float) -> np.ndarray:
+        return self.family * np.exp(-self.batch / length - self.scale)
+
+
+class _Block:
+    """What the covariance between cells (a1, b1) and (a2, b2) reads, gathered once: flat
+    indices into the (R, R) job type matrices, the family-block term and the batch
+    distances (the gradient's)."""
+
+    def __init__(self, sim: _Similarity, a1, b1, a2, b2):
+        R = sim.family.shape[0]
+        self.sim = sim
+        self.ia = np.asarray(a1)[:, None] * R + np.asarray(a2)[None, :]
+        self.ib = np.asarray(b1)[:, None] * R + np.asarray(b2)[None, :]
+        self.family = np.take(sim.family.ravel(), self.ia) * np.take(sim.family.ravel(), self.ib)
+        self.batch_a = np.take(sim.batch.ravel(), self.ia)
+        self.batch_b = np.take(sim.batch.ravel(), self.ib)
+
+    def parts(self, theta: np.ndarray):
+        """The covariance without noise, the job and partner kernels, and exp(theta)."""
+        p = np.exp(theta)
+        ka = np.take(self.sim.kernel(p[5]).ravel(), self.ia)
+        kb = np.take(self.sim.kernel(p[6]).ravel(), self.ib)
+        cov = p[0] * ka + p[1] * kb + p[2] * ka * kb + p[3] * self.family
+        return cov, ka, kb, p
+
+
+def _objective(theta, block: _Block, y):
+    """Negative log marginal likelihood (up to a constant) and its gradient in log
+    hyperparameters."""
+    cov, ka, kb, p = block.parts(theta)
+    n = len(y)
+    chol, info = sla.lapack.dpotrf(cov + (p[4] + JITTER) * np.eye(n), lower=1)
+    if info != 0:
+        return 1e10, np.zeros_like(theta)
+    alpha = sla.cho_solve((chol, True), y, check_finite=False)
+    value = 0.5 * y @ alpha + np.log(np.diag(chol)).sum()
+    inverse = sla.lapack.dpotri(chol, lower=1)[0]  # lower triangle of K^-1
+    inverse = np.tril(inverse) + np.tril(inverse, -1).T
+    W = inverse - np.outer(alpha, alpha)
+    da = ka * (block.batch_a / p[5])  # d ka / d log l
+    db = kb * (block.batch_b / p[6])
+    grads = [p[0] * ka, p[1] * kb, p[2] * ka * kb, p[3] * block.family, p[4] * np.eye(n),
+             (p[0] + p[2] * kb) * da, (p[1] + p[2] * ka) * db]
+    return value, 0.5 * np.array([np.sum(W * g) for g in grads])
+
+
+class PairGP:
+    """Slowdown GPs of the pair cells of one model, one per GPU type (module doc).
+
+    info: the job types' labels parsed (`side.job_type_info`); a, b, g: (n,) row of the job
+    type, row of the partner and GPU type index of every pair cell that may be predicted."""
+
+    def __init__(self, info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray):
+        self.sim = _Similarity.of(info)
+        self.a, self.b, self.g = a, b, g
+        self.theta: dict[int, np.ndarray] = {}
+
+    def fit(self, train: np.ndarray, y: np.ndarray) -> None:
+        """Choose each GPU type's hyperparameters on the cells `train` ((n,) bool) with
+        slowdowns y ((n,) log units, read only where train). The search starts from the
+        previous fit's hyperparameters if there was one (refits on overlapping folds converge
+        in about half the steps), else from START."""
+        for j in np.unique(self.g):
+            start = self.theta.get(int(j), np.log([START[t] for t in TERMS] + [START["l"], START["m"]]))
+            cells = train & (self.g == j)
+            if cells.sum() < 3:
+                continue
+            target = y[cells] - y[cells].mean()
+            block = _Block(self.sim, self.a[cells], self.b[cells], self.a[cells], self.b[cells])
+            got = so.minimize(_objective, start, args=(block, target), jac=True, method="L-BFGS-B",
+                              bounds=LOG_BOUNDS)
+            self.theta[int(j)] = got.x
+
+    def predict(self, train: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """(n,) posterior mean slowdown (log units) of every cell given the cells `train`,
+        with the hyperparameters of `fit`; NaN on GPU types with nothing fitted."""
+        out = np.full(len(self.a), np.nan)
+        for j, theta in self.theta.items():
+            here = self.g == j
+            cells = train & here
+            if not cells.any():
+                continue
+            a, b = self.a[cells], self.b[cells]
+            mean = y[cells].mean()
+            cov, *_, p = _Block(self.sim, a, b, a, b).parts(theta)
+            chol = sla.cho_factor(cov + (p[4] + JITTER) * np.eye(len(a)), lower=True, check_finite=False)
+            alpha = sla.cho_solve(chol, y[cells] - mean, check_finite=False)
+            cross = _Block(self.sim, self.a[here], self.b[here], a, b).parts(theta)[0]
+            out[here] = mean + cross @ alpha
+        return out
+
+    def hyperparameters(self, gpu_types) -> dict[str, dict[str, float]]:
+        """{GPU type: {term: value}}: variances (log units squared) and length scales l, m
+        (log2 batch size)."""
+        names = list(TERMS) + ["l", "m"]
+        return {gpu_types[j]: dict(zip(names, np.exp(t).round(6).tolist())) for j, t in self.theta.items()}

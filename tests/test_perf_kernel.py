@@ -113,3 +113,32 @@ def test_ensemble_pairs_of_gavels_table_within_seven_percent_with_half_of_them_h
     assert error.mean() <= 0.07 and np.quantile(error, 0.9) <= 0.15
     # the GP carries the V100 pairs, where the low-rank and ridge members were 11-15% off
     assert got.weights["pairs:v100"]["gp"] >= 0.5
+
+
+def test_large_gpu_types_are_fitted_on_a_fixed_subset_of_their_cells(monkeypatch):
+    # above FIT_CELLS / POSTERIOR_CELLS measured cells a GPU type's GP reads a random subset,
+    # drawn from the seed: bounded cost, the same answer for the same seed, still accurate
+    import schedopt.perf.kernel as kernel
+
+    types, info = _types()
+    a, b = _all_pairs(len(types))
+    a, b = np.concatenate([a, a]), np.concatenate([b, b])
+    g = np.repeat([0, 1], a.size // 2)
+    x = (np.log2(info.batch_size) - 3.0) / 5.0
+    truth = -0.2 - 0.3 * x[a] - 0.2 * x[b] * (g + 1)
+    train = np.random.default_rng(4).random(a.size) < 0.7
+    monkeypatch.setattr(kernel, "FIT_CELLS", 60)
+    monkeypatch.setattr(kernel, "POSTERIOR_CELLS", 150)
+    monkeypatch.setattr(kernel, "CHUNK", 100)
+
+    def run(seed):
+        gp = PairGP(info, a, b, g, seed=seed)
+        gp.fit(train, truth)
+        return gp.predict(train, truth)
+
+    first, again, other = run(0), run(0), run(1)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)  # another subset
+    assert np.abs(np.expm1(first - truth))[~train].mean() < 0.03
+    picked = PairGP(info, a, b, g, seed=0)._cells(train, 1, 150)
+    assert picked.size == 150 and (g[picked] == 1).all() and train[picked].all()

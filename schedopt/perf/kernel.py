@@ -40,6 +40,13 @@ START = {"job": 0.05, "partner": 0.05, "pair": 0.05, "family": 0.02, "noise": 0.
          "l": 1.0, "m": 1.0}
 LOG_BOUNDS = [(-9.0, 3.0)] * len(TERMS) + [(-3.0, 3.0)] * 2
 JITTER = 1e-6
+# Cost grows with the cube of the measured cells of a GPU type (memory with the square): above
+# these counts a random subset of them, fixed by the seed, sets the hyperparameters and the
+# posterior (Gavel's table has about 640 per GPU type, all used). Predicted cells go through
+# the posterior in chunks of CHUNK.
+FIT_CELLS = 800
+POSTERIOR_CELLS = 2500
+CHUNK = 2000
 
 
 @dataclass(frozen=True)
@@ -110,22 +117,34 @@ class PairGP:
     """Slowdown GPs of the pair cells of one model, one per GPU type (module doc).
 
     info: the job types' labels parsed (`side.job_type_info`); a, b, g: (n,) row of the job
-    type, row of the partner and GPU type index of every pair cell that may be predicted."""
+    type, row of the partner and GPU type index of every pair cell that may be predicted;
+    seed: of the subsets drawn where a GPU type has more measured cells than FIT_CELLS or
+    POSTERIOR_CELLS."""
 
-    def __init__(self, info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray):
+    def __init__(self, info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray, seed: int = 0):
         self.sim = _Similarity.of(info)
         self.a, self.b, self.g = a, b, g
+        self.seed = seed
         self.theta: dict[int, np.ndarray] = {}
+
+    def _cells(self, train: np.ndarray, j: int, limit: int) -> np.ndarray:
+        """Indices of the cells in `train` on GPU type j, at most `limit` of them (a random
+        subset, the same for the same seed and cells)."""
+        cells = np.flatnonzero(train & (self.g == j))
+        if cells.size <= limit:
+            return cells
+        return np.sort(np.random.default_rng(self.seed + j).choice(cells, limit, replace=False))
 
     def fit(self, train: np.ndarray, y: np.ndarray) -> None:
         """Choose each GPU type's hyperparameters on the cells `train` ((n,) bool) with
-        slowdowns y ((n,) log units, read only where train). The search starts from the
+        slowdowns y ((n,) log units, read only where train; at most FIT_CELLS per GPU
+        type). The search starts from the
         previous fit's hyperparameters if there was one (refits on overlapping folds converge
         in about half the steps), else from START."""
         for j in np.unique(self.g):
             start = self.theta.get(int(j), np.log([START[t] for t in TERMS] + [START["l"], START["m"]]))
-            cells = train & (self.g == j)
-            if cells.sum() < 3:
+            cells = self._cells(train, int(j), FIT_CELLS)
+            if cells.size < 3:
                 continue
             target = y[cells] - y[cells].mean()
             block = _Block(self.sim, self.a[cells], self.b[cells], self.a[cells], self.b[cells])
@@ -134,21 +153,23 @@ class PairGP:
             self.theta[int(j)] = got.x
 
     def predict(self, train: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """(n,) posterior mean slowdown (log units) of every cell given the cells `train`,
-        with the hyperparameters of `fit`; NaN on GPU types with nothing fitted."""
+        """(n,) posterior mean slowdown (log units) of every cell given the cells `train` (at
+        most POSTERIOR_CELLS per GPU type), with the hyperparameters of `fit`; NaN on GPU
+        types with nothing fitted."""
         out = np.full(len(self.a), np.nan)
         for j, theta in self.theta.items():
-            here = self.g == j
-            cells = train & here
-            if not cells.any():
+            cells = self._cells(train, j, POSTERIOR_CELLS)
+            if not cells.size:
                 continue
             a, b = self.a[cells], self.b[cells]
             mean = y[cells].mean()
             cov, *_, p = _Block(self.sim, a, b, a, b).parts(theta)
             chol = sla.cho_factor(cov + (p[4] + JITTER) * np.eye(len(a)), lower=True, check_finite=False)
             alpha = sla.cho_solve(chol, y[cells] - mean, check_finite=False)
-            cross = _Block(self.sim, self.a[here], self.b[here], a, b).parts(theta)[0]
-            out[here] = mean + cross @ alpha
+            here = np.flatnonzero(self.g == j)
+            for part in np.array_split(here, max(1, -(-here.size // CHUNK))):
+                cross = _Block(self.sim, self.a[part], self.b[part], a, b).parts(theta)[0]
+                out[part] = mean + cross @ alpha
         return out
 
     def hyperparameters(self, gpu_types) -> dict[str, dict[str, float]]:

@@ -154,7 +154,7 @@ class _Members:
         b = model.pair_rows[(c - J) % P] if P else c
         self.pair_index = (a, c, g, b)
         self.pair_ridge = GroupRidge(pair_groups(info, a, b, g)) if a.size else None
-        self.pair_gp = PairGP(info, a, b, g)
+        self.pair_gp = PairGP(info, a, b, g, seed)
         ia, ig = np.repeat(np.arange(R), J), np.tile(np.arange(J), R)
         self.iso_index = (ia, ig)
         groups = isolated_groups(info, ia, ig)  # the first is the job type's own effect

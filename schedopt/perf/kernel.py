@@ -42,7 +42,7 @@ LOG_BOUNDS = [(-9.0, 3.0)] * len(TERMS) + [(-3.0, 3.0)] * 2
 JITTER = 1e-6
 # Cost grows with the cube of the measured cells of a GPU type (memory with the square): above
 # these counts a random subset of them, fixed by the seed, sets the hyperparameters and the
-# posterior (Gavel's table has about 640 per GPU type, all used). Predicted cells go through
+# posterior (Gavel's table has at most 656 per GPU type, all used). Predicted cells go through
 # the posterior in chunks of CHUNK.
 FIT_CELLS = 800
 POSTERIOR_CELLS = 2500

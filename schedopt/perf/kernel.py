@@ -138,9 +138,9 @@ class PairGP:
     def fit(self, train: np.ndarray, y: np.ndarray) -> None:
         """Choose each GPU type's hyperparameters on the cells `train` ((n,) bool) with
         slowdowns y ((n,) log units, read only where train; at most FIT_CELLS per GPU
-        type). The search starts from the
-        previous fit's hyperparameters if there was one (refits on overlapping folds converge
-        in about half the steps), else from START."""
+        type). The search starts from the previous fit's hyperparameters if there was one
+        (refits on overlapping folds converge in about half the steps), else from START; a GPU
+        type with fewer than 3 such cells keeps what it had (nothing: no estimate there)."""
         for j in np.unique(self.g):
             start = self.theta.get(int(j), np.log([START[t] for t in TERMS] + [START["l"], START["m"]]))
             cells = self._cells(train, int(j), FIT_CELLS)

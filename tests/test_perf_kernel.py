@@ -142,3 +142,28 @@ def test_large_gpu_types_are_fitted_on_a_fixed_subset_of_their_cells(monkeypatch
     assert np.abs(np.expm1(first - truth))[~train].mean() < 0.03
     picked = PairGP(info, a, b, g, seed=0)._cells(train, 1, 150)
     assert picked.size == 150 and (g[picked] == 1).all() and train[picked].all()
+
+
+def test_multi_gpu_pairs_are_predicted_like_single_gpu_ones():
+    # the same models at 1 and at 2 GPUs; pairs share a scale factor. Every single-GPU pair
+    # measured and 30% of the 2-GPU ones: the hidden 2-GPU pairs are predicted from the same
+    # kernel (single-GPU pairs weigh exp(-1) per side there; on this model they add little:
+    # 4.4% error with them, 4.4% without)
+    types = [label(f"{f} (batch size {b})", s) for s in (1, 2) for f in FAMILIES for b in BATCHES]
+    info = job_type_info(types)
+    n = len(types) // 2
+    one, two = np.arange(n), np.arange(n, 2 * n)
+    a = np.concatenate([np.repeat(one, n), np.repeat(two, n)])
+    b = np.concatenate([np.tile(one, n), np.tile(two, n)])
+    fam = np.unique(np.array(info.family), return_inverse=True)[1]
+    x = (np.log2(info.batch_size) - 3.0) / 5.0
+    sign = np.array([[1.0, -1.0, 0.5], [-0.5, 1.0, -1.0], [1.0, 0.5, -1.0]])
+    multi = info.scale_factor[a] == 2
+    truth = -0.35 - 0.8 * sign[fam[a], fam[b]] * (x[a] - 0.5) * (x[b] - 0.5) - 0.1 * multi
+    train = ~multi | (np.random.default_rng(5).random(a.size) < 0.3)
+    gp = PairGP(info, a, b, np.zeros(a.size, dtype=int))
+    gp.fit(train, truth)
+    got = gp.predict(train, truth)
+    hidden = multi & ~train
+    assert hidden.sum() > 200 and np.isfinite(got[hidden]).all()
+    assert np.abs(np.expm1(got - truth))[hidden].mean() < 0.06

@@ -5,7 +5,7 @@ y = log(T_pair / T_alone[a, g]) (log units; 0 = sharing costs a nothing). Two jo
 alike when they are the same model family at nearby batch sizes and scale factors:
 
     k(a, a') = [family a = family a'] exp(-|log2 batch a - log2 batch a'| / l
-                                          - |log2 scale a - log2 scale a'|)
+                                          - |log2 scale a - log2 scale a'| / r)
 
 and the slowdowns of two pair cells on one GPU type covary as
 
@@ -17,10 +17,12 @@ plus independent noise s_noise: a job's sensitivity, a partner's pressure, and t
 interaction, each smooth along the batch size within a family. The product term is what the
 additive ridge of `schedopt.perf.side` lacks: a ResNet-50 at batch size 64 next to an LM at
 batch size 20 is read off the same models at neighbouring batch sizes, with weights learned
-from the data rather than fixed groups. The seven hyperparameters (four variances, the noise
-and the two length scales l, m, in log2 batch-size units) maximize the marginal likelihood
-of the measured slowdowns on that GPU type (L-BFGS-B with the analytic gradient); the
-prediction is the posterior mean. One GP per GPU type: on Gavel's table a pair's V100 slowdown tells little
+from the data rather than fixed groups. The eight hyperparameters (four variances, the noise,
+the length scales l, m in log2 batch-size units, and r in log2 scale-factor units, shared by
+both sides: how much a model's pairs at one scale factor say about its pairs at another)
+maximize the marginal likelihood of the measured slowdowns on that GPU type (L-BFGS-B with
+the analytic gradient); the prediction is the posterior mean. Where every measured pair has
+one scale factor, r has no gradient and stays where it starts. One GP per GPU type: on Gavel's table a pair's V100 slowdown tells little
 about its P100 or K80 one (correlation 0.29-0.34).
 """
 
@@ -35,10 +37,11 @@ import scipy.optimize as so
 from schedopt.perf.side import JobTypeInfo, _ids
 
 TERMS = ("job", "partner", "pair", "family", "noise")
-# starting point (variances in log units squared, length scales in log2 batch size)
+# starting point (variances in log units squared, length scales in log2 batch size and, r,
+# log2 scale factor)
 START = {"job": 0.05, "partner": 0.05, "pair": 0.05, "family": 0.02, "noise": 0.02,
-         "l": 1.0, "m": 1.0}
-LOG_BOUNDS = [(-9.0, 3.0)] * len(TERMS) + [(-3.0, 3.0)] * 2
+         "l": 1.0, "m": 1.0, "r": 1.0}
+LOG_BOUNDS = [(-9.0, 3.0)] * len(TERMS) + [(-3.0, 3.0)] * 3
 JITTER = 1e-6
 # Cost grows with the cube of the measured cells of a GPU type (memory with the square): above
 # these counts a random subset of them, fixed by the seed, sets the hyperparameters and the
@@ -66,8 +69,8 @@ class _Similarity:
         return cls((fam[:, None] == fam[None, :]).astype(float),
                    np.abs(batch[:, None] - batch[None, :]), np.abs(scale[:, None] - scale[None, :]))
 
-    def kernel(self, length: float) -> np.ndarray:
-        return self.family * np.exp(-self.batch / length - self.scale)
+    def kernel(self, length: float, scale_length: float) -> np.ndarray:
+        return self.family * np.exp(-self.batch / length - self.scale / scale_length)
 
 
 class _Block:
@@ -83,12 +86,14 @@ class _Block:
         self.family = np.take(sim.family.ravel(), self.ia) * np.take(sim.family.ravel(), self.ib)
         self.batch_a = np.take(sim.batch.ravel(), self.ia)
         self.batch_b = np.take(sim.batch.ravel(), self.ib)
+        self.scale_a = np.take(sim.scale.ravel(), self.ia)
+        self.scale_b = np.take(sim.scale.ravel(), self.ib)
 
     def parts(self, theta: np.ndarray):
         """The covariance without noise, the job and partner kernels, and exp(theta)."""
         p = np.exp(theta)
-        ka = np.take(self.sim.kernel(p[5]).ravel(), self.ia)
-        kb = np.take(self.sim.kernel(p[6]).ravel(), self.ib)
+        ka = np.take(self.sim.kernel(p[5], p[7]).ravel(), self.ia)
+        kb = np.take(self.sim.kernel(p[6], p[7]).ravel(), self.ib)
         cov = p[0] * ka + p[1] * kb + p[2] * ka * kb + p[3] * self.family
         return cov, ka, kb, p
 
@@ -108,8 +113,11 @@ def _objective(theta, block: _Block, y):
     W = inverse - np.outer(alpha, alpha)
     da = ka * (block.batch_a / p[5])  # d ka / d log l
     db = kb * (block.batch_b / p[6])
+    ra = ka * (block.scale_a / p[7])  # d ka / d log r
+    rb = kb * (block.scale_b / p[7])
     grads = [p[0] * ka, p[1] * kb, p[2] * ka * kb, p[3] * block.family, p[4] * np.eye(n),
-             (p[0] + p[2] * kb) * da, (p[1] + p[2] * ka) * db]
+             (p[0] + p[2] * kb) * da, (p[1] + p[2] * ka) * db,
+             (p[0] + p[2] * kb) * ra + (p[1] + p[2] * ka) * rb]
     return value, 0.5 * np.array([np.sum(W * g) for g in grads])
 
 
@@ -142,7 +150,7 @@ class PairGP:
         (refits on overlapping folds converge in about half the steps), else from START; a GPU
         type with fewer than 3 such cells keeps what it had (nothing: no estimate there)."""
         for j in np.unique(self.g):
-            start = self.theta.get(int(j), np.log([START[t] for t in TERMS] + [START["l"], START["m"]]))
+            start = self.theta.get(int(j), np.log([START[t] for t in TERMS] + [START["l"], START["m"], START["r"]]))
             cells = self._cells(train, int(j), FIT_CELLS)
             if cells.size < 3:
                 continue
@@ -173,7 +181,7 @@ class PairGP:
         return out
 
     def hyperparameters(self, gpu_types) -> dict[str, dict[str, float]]:
-        """{GPU type: {term: value}}: variances (log units squared) and length scales l, m
-        (log2 batch size)."""
-        names = list(TERMS) + ["l", "m"]
+        """{GPU type: {term: value}}: variances (log units squared), length scales l, m (log2
+        batch size) and r (log2 scale factor)."""
+        names = list(TERMS) + ["l", "m", "r"]
         return {gpu_types[j]: dict(zip(names, np.exp(t).round(6).tolist())) for j, t in self.theta.items()}

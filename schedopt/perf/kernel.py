@@ -22,8 +22,9 @@ the length scales l, m in log2 batch-size units, and r in log2 scale-factor unit
 both sides: how much a model's pairs at one scale factor say about its pairs at another)
 maximize the marginal likelihood of the measured slowdowns on that GPU type (L-BFGS-B with
 the analytic gradient); the prediction is the posterior mean. Where every measured pair has
-one scale factor, r has no gradient and stays where it starts. One GP per GPU type: on Gavel's table a pair's V100 slowdown tells little
-about its P100 or K80 one (correlation 0.29-0.34).
+one scale factor, r has no gradient and stays where it starts. One GP per GPU type: on
+Gavel's table a pair's V100 slowdown tells little about its P100 or K80 one (correlation
+0.29-0.34).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ import scipy.optimize as so
 from schedopt.perf.side import JobTypeInfo, _ids
 
 TERMS = ("job", "partner", "pair", "family", "noise")
-# starting point (variances in log units squared, length scales in log2 batch size and, r,
-# log2 scale factor)
+# starting point (variances in log units squared; l, m in log2 batch size, r in log2 scale
+# factor)
 START = {"job": 0.05, "partner": 0.05, "pair": 0.05, "family": 0.02, "noise": 0.02,
          "l": 1.0, "m": 1.0, "r": 1.0}
 LOG_BOUNDS = [(-9.0, 3.0)] * len(TERMS) + [(-3.0, 3.0)] * 3

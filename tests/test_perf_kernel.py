@@ -31,6 +31,15 @@ def _all_pairs(n):
     return a, b
 
 
+def _bilinear(info, a, b):
+    """A planted slowdown (log units) of a next to b: bilinear in the two log2 batch sizes,
+    with a slope whose sign depends on the two families."""
+    fam = np.unique(np.array(info.family), return_inverse=True)[1]
+    x = (np.log2(info.batch_size) - 3.0) / 5.0
+    sign = np.array([[1.0, -1.0, 0.5], [-0.5, 1.0, -1.0], [1.0, 0.5, -1.0]])
+    return -0.35 - 0.8 * sign[fam[a], fam[b]] * (x[a] - 0.5) * (x[b] - 0.5)
+
+
 def test_likelihood_gradient_matches_finite_differences():
     _, info = _types()
     sim = _Similarity.of(info)
@@ -85,10 +94,7 @@ def test_gp_recovers_a_smooth_interaction_the_additive_ridge_cannot():
     # of the ridge average it away
     types, info = _types()
     a, b = _all_pairs(len(types))
-    fam = np.unique(np.array(info.family), return_inverse=True)[1]
-    x = (np.log2(info.batch_size) - 3.0) / 5.0  # 0 .. 1 over the batch sizes
-    sign = np.array([[1.0, -1.0, 0.5], [-0.5, 1.0, -1.0], [1.0, 0.5, -1.0]])
-    truth = -0.35 - 0.8 * sign[fam[a], fam[b]] * (x[a] - 0.5) * (x[b] - 0.5)
+    truth = _bilinear(info, a, b)
     rng = np.random.default_rng(2)
     y = truth + 0.01 * rng.standard_normal(a.size)
     train = rng.random(a.size) < 0.5
@@ -155,11 +161,8 @@ def test_multi_gpu_pairs_borrow_from_the_single_gpu_pairs_of_their_models():
     one, two = np.arange(n), np.arange(n, 2 * n)
     a = np.concatenate([np.repeat(one, n), np.repeat(two, n)])
     b = np.concatenate([np.tile(one, n), np.tile(two, n)])
-    fam = np.unique(np.array(info.family), return_inverse=True)[1]
-    x = (np.log2(info.batch_size) - 3.0) / 5.0
-    sign = np.array([[1.0, -1.0, 0.5], [-0.5, 1.0, -1.0], [1.0, 0.5, -1.0]])
     multi = info.scale_factor[a] == 2
-    truth = -0.35 - 0.8 * sign[fam[a], fam[b]] * (x[a] - 0.5) * (x[b] - 0.5) - 0.1 * multi
+    truth = _bilinear(info, a, b) - 0.1 * multi
     train = ~multi | (np.random.default_rng(5).random(a.size) < 0.3)
     g = np.zeros(a.size, dtype=int)
     hidden = multi & ~train

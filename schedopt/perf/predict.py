@@ -244,11 +244,9 @@ class _Members:
         if fit_iso.any():
             out[ia, ig] = self.iso_ridge.fit_predict(fit_iso, self.X[ia, ig], lam)
         if self.pair_ridge is not None:
-            a, c, g, b = self.pair_index
-            base = iso_log[a, g]
-            fit_pair = (self.usable & train)[a, c] & np.isfinite(base)
+            a, c = self.pair_index[:2]
+            base, fit_pair, slow = self._slowdowns(train, iso_log)
             if fit_pair.any():
-                slow = self.X[a, c] - np.where(np.isfinite(base), base, 0.0)
                 out[a, c] = np.minimum(self.pair_ridge.fit_predict(fit_pair, slow, lam), 0.0) + base
         return out
 
@@ -257,15 +255,22 @@ class _Members:
         their hyperparameters and posterior fitted on the usable pair cells in `train`;
         slowdowns are relative to iso_log ((R, J) log steps/s). NaN in isolated columns."""
         out = np.full(self.model.shape, np.nan)
-        a, c, g, b = self.pair_index
+        a, c = self.pair_index[:2]
         if a.size == 0:
             return out
-        base = iso_log[a, g]
-        fit = (self.usable & train)[a, c] & np.isfinite(base)
-        slow = np.where(fit, self.X[a, c] - np.where(np.isfinite(base), base, 0.0), 0.0)
+        base, fit, slow = self._slowdowns(train, iso_log)
         self.pair_gp.fit(fit, slow)
         out[a, c] = np.minimum(self.pair_gp.predict(fit, slow), 0.0) + base
         return out
+
+    def _slowdowns(self, train: np.ndarray, iso_log: np.ndarray):
+        """Per pair cell of `pair_index`: the job's isolated log rate `base` (iso_log, (R, J)),
+        which cells to fit (usable, in `train`, with a finite base) and the slowdown log
+        rate - base there (the pair members' target; read only where fitted)."""
+        a, c, g, _ = self.pair_index
+        base = iso_log[a, g]
+        fit = (self.usable & train)[a, c] & np.isfinite(base)
+        return base, fit, self.X[a, c] - np.where(np.isfinite(base), base, 0.0)
 
 
 def _blend(preds: list[np.ndarray], w: np.ndarray) -> np.ndarray:

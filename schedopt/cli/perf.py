@@ -163,17 +163,21 @@ def _replay(path: Path, gpu_types, alpha: float):
               help="Fill co-location pairs nobody measured.")
 @click.option("--isolated/--no-isolated", default=True, show_default=True,
               help="Fill GPU types a job type was never measured on.")
+@click.option("--unconsolidated/--no-unconsolidated", default=True, show_default=True,
+              help="With --method ensemble: fill the unconsolidated rates (a multi-GPU job whose "
+                   "GPUs span nodes) nobody measured, from the measured ones (at least 10).")
 @click.option("--method", type=click.Choice(["als", "ensemble"]), default="als", show_default=True,
               help="als: low-rank completion; ensemble: low-rank, per-GPU-type low-rank, side "
                    "information from the job-type labels and a Gaussian process of pair "
                    "slowdowns, weighted by held-out folds (more accurate; on Gavel's table "
-                   "about 6 s against 1 s; also fills job types never measured).")
+                   "about 6 s against 1 s; also fills job types never measured, and unconsolidated "
+                   "rates: see --unconsolidated).")
 @_completion_options
 @click.option("--json", "as_json", is_flag=True, help="Print the filled entries as JSON.")
 @click.option("--max-rows", type=click.IntRange(min=0), default=40, show_default=True,
               help="Filled entries shown in the table (--json and -o always have all).")
-def complete_command(source, output, pairs, isolated, method, ranks, lambdas, ensemble, seed, as_json,
-                     max_rows):
+def complete_command(source, output, pairs, isolated, unconsolidated, method, ranks, lambdas, ensemble,
+                     seed, as_json, max_rows):
     """Fill the missing entries of SOURCE's performance model by low-rank matrix completion.
 
     SOURCE: a schedopt instance, a schedopt-perf/1 model, or Gavel's throughput file. Measured
@@ -192,8 +196,11 @@ def complete_command(source, output, pairs, isolated, method, ranks, lambdas, en
 
     _check_suffix(output)
     model, instance_doc = read_model(source)
-    fill = predict if method == "ensemble" else complete
-    result = fill(model, pairs=pairs, isolated=isolated, **_complete_kwargs(ranks, lambdas, ensemble, seed))
+    kwargs = _complete_kwargs(ranks, lambdas, ensemble, seed) | {"pairs": pairs, "isolated": isolated}
+    if method == "ensemble":
+        result = predict(model, unconsolidated=unconsolidated, **kwargs)
+    else:
+        result = complete(model, **kwargs)
     if output is not None:
         if instance_doc is not None:
             from schedopt.instance import save_instance
@@ -218,7 +225,8 @@ def complete_command(source, output, pairs, isolated, method, ranks, lambdas, en
         click.echo(f"{result.model.summary()}\nfilled {len(entries)} entries (rank {result.rank}, "
                    f"lambda {result.lam:g}; {int(result.cannot_share.sum())} predicted 0: cannot "
                    f"share); {left} still missing")
-        rows = [[e["job_type"], e["gpu_type"], e["partner"] or "-",
+        rows = [[e["job_type"], e["gpu_type"],
+                 "(spread over nodes)" if e["unconsolidated"] else e["partner"] or "-",
                  "0 (cannot share)" if e["steps_per_s"] == 0 else f"{e['steps_per_s']:.4g}",
                  "-" if e["uncertainty"] is None else f"{100 * e['uncertainty']:.0f}%"]
                 for e in entries[:max_rows]]
@@ -284,9 +292,12 @@ def _methods(text: str) -> list[str]:
 @click.argument("source", type=FILE)
 @click.option("--fractions", default="0.1,0.3,0.5,0.7", show_default=True, metavar="F,...",
               help="Fractions of the measured entries to hide, comma-separated.")
-@click.option("--target", type=click.Choice(["pairs", "isolated", "both"]), default="pairs",
-              show_default=True, help="Which entries to hide: co-location pairs (both sides of a "
-                                      "pair on one GPU type together) or isolated (GPU type) entries.")
+@click.option("--target", type=click.Choice(["pairs", "isolated", "unconsolidated", "both", "all"]),
+              default="pairs", show_default=True,
+              help="Which entries to hide: co-location pairs (both sides of a pair on one GPU type "
+                   "together), isolated (GPU type) entries, unconsolidated rates (multi-GPU jobs "
+                   "spread over nodes; only the ensemble predicts them); both: pairs and isolated; "
+                   "all: the three.")
 @click.option("--seeds", default="3", show_default=True, metavar="N|S-T,...",
               help="Random draws of the hidden entries: a count N (seeds 0..N-1) or a list of seeds "
                    "and ranges (0-7,100-109).")
@@ -321,7 +332,7 @@ def study(source, fractions, target, seeds, methods, ranks, lambdas, ensemble, s
     seed_list, names = _seeds(seeds), _methods(methods)
     check_targets([source], figure=plot)
     model, _ = read_model(source)
-    targets = ("pairs", "isolated") if target == "both" else (target,)
+    targets = {"both": ("pairs", "isolated"), "all": ("pairs", "isolated", "unconsolidated")}.get(target, (target,))
     kwargs = _complete_kwargs(ranks, lambdas, ensemble, seed)
     kwargs.pop("seed")  # the study seeds each run itself
     frame = accuracy_study(model, fracs, targets, seed_list, methods=names,
@@ -341,7 +352,8 @@ def study(source, fractions, target, seeds, methods, ranks, lambdas, ensemble, s
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
 
     rows = [[r.target, f"{100 * r.fraction:.0f}%", r.method, f"{r.hidden:.0f}", f"{r.unfilled:.0f}",
-             pct(r.mre), f"{100 * r.mre_min:.1f}-{100 * r.mre_max:.1f}%", pct(r.median), pct(r.p90),
+             pct(r.mre), "-" if math.isnan(r.mre_min) else f"{100 * r.mre_min:.1f}-{100 * r.mre_max:.1f}%",
+             pct(r.median), pct(r.p90),
              pct(r.p90_max), pct(r.coverage, 0),
              "-" if r.method == "als" or math.isnan(r.improvement)
              else f"{100 * r.improvement:+.0f}% ({r.better:.0f}/{r.seeds:.0f})"]

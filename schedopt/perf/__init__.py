@@ -11,6 +11,9 @@
   per-GPU-type low-rank fits, a ridge on what the job-type labels say, a Gaussian process of
   pair slowdowns over similar job types, and local ratios for isolated cells, weighted by
   held-out folds.
+- spread.py: `fill_unconsolidated`, the unconsolidated rates of multi-GPU job types (GPUs
+  spread over nodes) nobody measured, by a Gaussian process on their ratio to the consolidated
+  rate (`predict` calls it).
 - active.py: `suggest`, which missing cells to measure next (max-min regret, uncertainty).
 - study.py: `accuracy_study`, hide measured cells, complete, compare; `hidden_errors`,
   the error of every hidden cell with what its labels say; `plot_study`.

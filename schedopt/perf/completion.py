@@ -104,6 +104,8 @@ class Completion:
     grid (empty when the grid has one point). weights, side_lambda, method: set by
     `schedopt.perf.predict.predict` (the ensemble's member weights per 'kind:GPU type', the
     side model's ridge weight per kind, and "ensemble"); `complete` leaves them empty, "als".
+    unconsolidated: the (job type, GPU type) whose unconsolidated rate was filled (only
+    `predict` fills them: `schedopt.perf.spread`).
     """
 
     model: PerformanceModel
@@ -117,10 +119,15 @@ class Completion:
     weights: dict = field(default_factory=dict)
     side_lambda: dict = field(default_factory=dict)
     method: str = "als"
+    unconsolidated: frozenset = frozenset()
 
     def entries(self) -> list[dict]:
-        """The filled cells as dicts (job_type, gpu_type, partner, steps_per_s, uncertainty)."""
-        return self.model.entries(self.filled)
+        """The filled cells as dicts (job_type, gpu_type, partner, steps_per_s, measured,
+        uncertainty, unconsolidated: `PerformanceModel.entries`), then the filled
+        unconsolidated rates."""
+        return self.model.entries(self.filled) + [
+            e for e in self.model.unconsolidated_entries()
+            if (e["job_type"], e["gpu_type"]) in self.unconsolidated]
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,9 @@ A model file (format `schedopt-perf/1`, JSON or YAML by suffix) holds an instanc
      "estimated": [{"job_type": "A3C", "gpu_type": "k80", "partner": "CycleGAN",
                     "uncertainty": 0.12}, ...]}
 
-(`partner` absent for an isolated cell; `uncertainty`: sd of log steps/s, absent when none.)
+(`partner` absent for an isolated cell; `uncertainty`: sd of log steps/s, absent when none;
+`"unconsolidated": true` marks an estimated entry of `performance.unconsolidated`, the rate of
+a multi-GPU job whose GPUs span nodes, rather than a cell of the matrix.)
 `read_model` also takes a schedopt instance (its performance section) and Gavel's throughput
 file, so every command that needs a model accepts all three. The performance section is checked
 by the instance validator, so a bad value is reported at its path as for instances.
@@ -17,6 +19,7 @@ by the instance validator, so a bad value is reported at its path as for instanc
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,6 +27,7 @@ from schedopt.errors import InstanceError, Problem
 from schedopt.instance import parse_instance
 from schedopt.instance.load import read_document
 from schedopt.instance.model import FORMAT as INSTANCE_FORMAT
+from schedopt.instance.model import frozen_map
 from schedopt.instance.save import write_document
 from schedopt.perf.builders import gavel_model
 from schedopt.perf.model import PerformanceModel
@@ -83,17 +87,26 @@ def _mark_estimated(model: PerformanceModel, estimated, source: str) -> Performa
         raise InstanceError([Problem(source, "estimated", "expected a list of cells")])
     known = model.known.copy()
     uncertainty = np.where(known, 0.0, np.nan)
+    loose = {}
     for i, cell in enumerate(estimated):
         try:
-            r = model.job_types.index(cell["job_type"])
-            c = model.column(cell["gpu_type"], cell.get("partner"))
             u = cell.get("uncertainty")
             u = float("nan") if u is None else float(u)
-        except (TypeError, KeyError, ValueError):
-            msg = ("expected {job_type, gpu_type, partner (optional), uncertainty (optional)} "
-                   "naming a cell of the performance section")
+            if cell.get("unconsolidated", False) is True:
+                key = (cell["job_type"], cell["gpu_type"])
+                if cell.get("partner") is not None or key[1] not in model.unconsolidated.get(key[0], {}):
+                    raise KeyError(key)
+                loose[key] = u
+                continue
+            r = model.job_types.index(cell["job_type"])
+            c = model.column(cell["gpu_type"], cell.get("partner"))
+        except (AttributeError, TypeError, KeyError, ValueError):
+            msg = ("expected {job_type, gpu_type, partner (optional), uncertainty (optional), "
+                   "unconsolidated (optional, true: an entry of performance.unconsolidated)} "
+                   "naming an entry of the performance section")
             raise InstanceError([Problem(source, f"estimated[{i}]", msg)]) from None
         known[r, c], uncertainty[r, c] = False, u
+    model = replace(model, unconsolidated_estimated=frozen_map(loose))
     return model.with_values(model.values, uncertainty, known)
 
 
@@ -101,12 +114,14 @@ def model_document(model: PerformanceModel) -> dict:
     """The `schedopt-perf/1` document of `model`."""
     section = model.to_section()
     estimated = []
-    for cell in model.entries(model.estimated):
+    for cell in model.entries(model.estimated) + model.unconsolidated_entries():
         item = {"job_type": cell["job_type"], "gpu_type": cell["gpu_type"]}
         if cell["partner"] is not None:
             item["partner"] = cell["partner"]
         if cell["uncertainty"] is not None:
             item["uncertainty"] = cell["uncertainty"]
+        if cell["unconsolidated"]:
+            item["unconsolidated"] = True
         estimated.append(item)
     doc = {"format": PERF_FORMAT, "name": model.name, "performance": section, "estimated": estimated}
     return {k: v for k, v in doc.items() if v is not None}

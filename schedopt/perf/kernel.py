@@ -99,19 +99,25 @@ class _Block:
         return cov, ka, kb, p
 
 
-def _objective(theta, block: _Block, y):
-    """Negative log marginal likelihood (up to a constant) and its gradient in log
-    hyperparameters."""
-    cov, ka, kb, p = block.parts(theta)
-    n = len(y)
-    chol, info = sla.lapack.dpotrf(cov + (p[4] + JITTER) * np.eye(n), lower=1)
+def marginal_likelihood(cov: np.ndarray, grads: list[np.ndarray], y: np.ndarray):
+    """Negative log marginal likelihood (up to a constant) of y ((n,), mean 0) under the
+    covariance `cov` ((n, n), noise included), and its gradient given d cov / d theta_i for
+    each hyperparameter (`grads`); (1e10, zeros) where cov is not positive definite."""
+    chol, info = sla.lapack.dpotrf(cov, lower=1)
     if info != 0:
-        return 1e10, np.zeros_like(theta)
+        return 1e10, np.zeros(len(grads))
     alpha = sla.cho_solve((chol, True), y, check_finite=False)
     value = 0.5 * y @ alpha + np.log(np.diag(chol)).sum()
     inverse = sla.lapack.dpotri(chol, lower=1)[0]  # lower triangle of K^-1
     inverse = np.tril(inverse) + np.tril(inverse, -1).T
     W = inverse - np.outer(alpha, alpha)
+    return value, 0.5 * np.array([np.sum(W * g) for g in grads])
+
+
+def _objective(theta, block: _Block, y):
+    """`marginal_likelihood` of the slowdowns y in the log hyperparameters theta."""
+    cov, ka, kb, p = block.parts(theta)
+    n = len(y)
     da = ka * (block.batch_a / p[5])  # d ka / d log l
     db = kb * (block.batch_b / p[6])
     ra = ka * (block.scale_a / p[7])  # d ka / d log r
@@ -119,7 +125,7 @@ def _objective(theta, block: _Block, y):
     grads = [p[0] * ka, p[1] * kb, p[2] * ka * kb, p[3] * block.family, p[4] * np.eye(n),
              (p[0] + p[2] * kb) * da, (p[1] + p[2] * ka) * db,
              (p[0] + p[2] * kb) * ra + (p[1] + p[2] * ka) * rb]
-    return value, 0.5 * np.array([np.sum(W * g) for g in grads])
+    return marginal_likelihood(cov + (p[4] + JITTER) * np.eye(n), grads, y)
 
 
 class PairGP:

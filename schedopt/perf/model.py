@@ -52,8 +52,11 @@ class PerformanceModel:
     of the pair columns (each must also be a row); values: (R, C) steps/s, NaN = unknown;
     known: (R, C) bool, measured entries; uncertainty: (R, C) sd of log steps/s of estimates
     (None when nothing was estimated); unconsolidated: `performance.unconsolidated`, carried
-    through unchanged; unconsolidated_pairs: {(type a, type b, GPU type): (a's, b's steps/s)},
-    the colocated entries' `unconsolidated` rates, carried through unchanged; name: free text.
+    through by completion (`schedopt.perf.spread` fills it in `predict`); unconsolidated_estimated:
+    {(job type, GPU type): sd of log steps/s, NaN when none}, the entries of `unconsolidated`
+    that are estimates rather than measurements; unconsolidated_pairs: {(type a, type b, GPU
+    type): (a's, b's steps/s)}, the colocated entries' `unconsolidated` rates, carried through
+    unchanged; name: free text.
     """
 
     job_types: tuple[str, ...]
@@ -66,6 +69,7 @@ class PerformanceModel:
     name: str | None = None
     unconsolidated_pairs: Mapping[tuple[str, str, str], tuple[float, float]] = field(
         default_factory=frozen_map)
+    unconsolidated_estimated: Mapping[tuple[str, str], float] = field(default_factory=frozen_map)
 
     def __post_init__(self):
         shape = (len(self.job_types), len(self.gpu_types) * (1 + len(self.partners)))
@@ -85,6 +89,9 @@ class PerformanceModel:
             raise ValueError("a known entry must have a finite value")
         if np.any(np.isfinite(self.values) & (self.values < 0)):
             raise ValueError("steps/s must be >= 0")
+        for t, gpu in self.unconsolidated_estimated:
+            if gpu not in self.unconsolidated.get(t, {}):
+                raise ValueError(f"estimated unconsolidated rate of {t!r} on {gpu!r} has no value")
 
     # -- shape -------------------------------------------------------------------------------
     @property
@@ -177,11 +184,30 @@ class PerformanceModel:
         values = np.where(mask, np.nan, self.values)
         return replace(self, values=values, known=self.known & ~mask, uncertainty=None)
 
+    @property
+    def unconsolidated_missing(self) -> int:
+        """How many (multi-GPU job type, GPU type) have a consolidated rate above 0 and no
+        unconsolidated rate (what `schedopt.perf.spread.fill_unconsolidated` fills)."""
+        multi = self.scale_factors > 1
+        runs = np.isfinite(self.values[:, :len(self.gpu_types)]) & (self.values[:, :len(self.gpu_types)] > 0)
+        given = np.array([[g in self.unconsolidated.get(t, {}) for g in self.gpu_types] for t in self.job_types],
+                         dtype=bool).reshape(runs.shape)
+        return int((multi[:, None] & runs & ~given).sum())
+
+    def without_unconsolidated(self, keys) -> PerformanceModel:
+        """A copy without the unconsolidated rates of `keys` ((job type, GPU type) pairs)."""
+        drop = set(keys)
+        rows = {t: frozen_map({g: x for g, x in row.items() if (t, g) not in drop})
+                for t, row in self.unconsolidated.items()}
+        return replace(self, unconsolidated=frozen_map({t: r for t, r in rows.items() if r}),
+                       unconsolidated_estimated=frozen_map(
+                           {k: u for k, u in self.unconsolidated_estimated.items() if k not in drop}))
+
     # -- rows as entries -----------------------------------------------------------------------
     def entries(self, mask: np.ndarray | None = None) -> list[dict]:
         """One dict per cell in `mask` (default: every finite cell), row-major: job_type,
         gpu_type, partner (None for isolated), steps_per_s, measured, uncertainty (sd of log
-        steps/s, None where there is none)."""
+        steps/s, None where there is none), unconsolidated (False: these are matrix cells)."""
         mask = np.isfinite(self.values) if mask is None else mask & np.isfinite(self.values)
         configs = self.configurations
         out = []
@@ -190,7 +216,23 @@ class PerformanceModel:
             out.append({"job_type": self.job_types[r], "gpu_type": configs[c][0],
                         "partner": configs[c][1], "steps_per_s": float(self.values[r, c]),
                         "measured": bool(self.known[r, c]),
-                        "uncertainty": None if u is None or not np.isfinite(u) else u})
+                        "uncertainty": None if u is None or not np.isfinite(u) else u,
+                        "unconsolidated": False})
+        return out
+
+    def unconsolidated_entries(self, estimated_only: bool = True) -> list[dict]:
+        """The unconsolidated rates (only the estimated ones by default) as `entries` dicts,
+        partner None and unconsolidated True."""
+        out = []
+        for t, row in self.unconsolidated.items():
+            for gpu, x in row.items():
+                estimate = (t, gpu) in self.unconsolidated_estimated
+                if estimate or not estimated_only:
+                    u = self.unconsolidated_estimated.get((t, gpu), float("nan")) if estimate else 0.0
+                    out.append({"job_type": t, "gpu_type": gpu, "partner": None, "steps_per_s": float(x),
+                                "measured": not estimate,
+                                "uncertainty": None if not np.isfinite(u) else float(u),
+                                "unconsolidated": True})
         return out
 
     # -- to and from the instance's performance section ----------------------------------------
@@ -242,7 +284,7 @@ class PerformanceModel:
     def to_section(self) -> dict:
         """The `performance` section (plain dicts): every finite isolated value in throughput,
         every pair whose two sides are finite in colocated ([0, 0] included: cannot share;
-        labels sorted, each unordered pair once), unconsolidated as read."""
+        labels sorted, each unordered pair once), unconsolidated (measured and estimated)."""
         J, P = len(self.gpu_types), len(self.partners)
         throughput = {}
         for r, t in enumerate(self.job_types):
@@ -289,12 +331,17 @@ class PerformanceModel:
             return int((mask & app)[:, cols].sum())
 
         zero = self.values == 0
+        spread = sum(len(r) for r in self.unconsolidated.values())
+        loose = len(self.unconsolidated_estimated)
+        spread_text = (f"; unconsolidated: {spread - loose} measured, {loose} estimated, "
+                       f"{self.unconsolidated_missing} missing") if spread else ""
         return (f"{len(self.job_types)} job types x {len(self.gpu_types)} GPU types, "
                 f"{len(self.partners)} partners; isolated: {count(self.known, iso)} measured, "
                 f"{count(self.estimated, iso)} estimated, {count(self.missing, iso)} missing; "
                 f"pairs: {count(self.known, pair)} measured ({count(self.known & zero, pair)} "
                 f"at 0: cannot share), {count(self.estimated, pair)} estimated "
-                f"({count(self.estimated & zero, pair)} at 0), {count(self.missing, pair)} missing")
+                f"({count(self.estimated & zero, pair)} at 0), {count(self.missing, pair)} missing"
+                f"{spread_text}")
 
 
 def model_from_arrays(job_types: Iterable[str], gpu_types: Iterable[str], isolated: np.ndarray,

@@ -75,6 +75,7 @@ from schedopt.perf.kernel import PairGP
 from schedopt.perf.model import PerformanceModel
 from schedopt.perf.side import (GroupRidge, group_codes, isolated_groups, job_type_info,
                                 pair_groups, relative_ratios)
+from schedopt.perf.spread import fill_unconsolidated
 
 MEMBERS = ("als", "als_gpu", "side", "gp", "ratio", "scaling", "pairmax")
 PAIR_MEMBERS = ("als", "als_gpu", "side", "gp")  # the members that predict pair cells
@@ -291,16 +292,20 @@ def _blend(preds: list[np.ndarray], w: np.ndarray) -> np.ndarray:
 
 def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAMBDAS,
             side_lambdas=SIDE_LAMBDAS, folds: int = 4, ensemble: int = 8, seed: int = 0,
-            isolated: bool = True, pairs: bool = True, members=MEMBERS) -> Completion:
+            isolated: bool = True, pairs: bool = True, unconsolidated: bool = True,
+            members=MEMBERS) -> Completion:
     """Fill the missing cells of `model` (isolated ones if `isolated`, pair ones if `pairs`)
     with the held-out-selected ensemble of the module doc. ranks, lambdas, ensemble: as in
     `complete` (the low-rank members' grid and bootstrap); side_lambdas: the side model's
     ridge weights tried; folds: held-out folds of the measured units; members: which of
-    MEMBERS take part (at least one of PAIR_MEMBERS and one of ISOLATED_MEMBERS). Returns a
+    MEMBERS take part (at least one of PAIR_MEMBERS and one of ISOLATED_MEMBERS);
+    unconsolidated: also fill the unconsolidated rates of multi-GPU job types from the
+    completed isolated rates (`schedopt.perf.spread.fill_unconsolidated`). Returns a
     `Completion` whose `weights` hold each member's weight per group ('pairs:<GPU type>',
     'isolated:<GPU type>:single-GPU', 'isolated:<GPU type>:multi-GPU') and whose `residual` holds, per 'kind:GPU type', the
     median calibrated s (log steps/s) over the held-out cells of that kind and GPU type (s
-    differs from cell to cell: module doc)."""
+    differs from cell to cell: module doc). With no matrix cell to fill, no member is fitted
+    (`weights` and `residual` empty) and only the unconsolidated rates are filled."""
     names = [m for m in MEMBERS if m in members]
     pair_names = [m for m in names if m in PAIR_MEMBERS]
     iso_names = [m for m in names if m in ISOLATED_MEMBERS]
@@ -310,6 +315,9 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     base = complete(model, ranks=ranks, lambdas=lambdas, ensemble=ensemble, seed=seed,
                     isolated=isolated, pairs=pairs)
     J, gpu = len(model.gpu_types), model.column_gpu
+    cold = isolated & (model.missing & ~model.is_pair[None, :]).any()
+    if not (base.filled.any() or cold):  # no matrix cell to fill: no member is fitted
+        return _with_unconsolidated(replace(base, residual={}), model, base.model, unconsolidated, seed)
     gpu_hyper = [_gpu_hyper(model, j, ranks, lambdas, seed, (base.rank, base.lam)) for j in range(J)]
     usable = model.known & (model.values > 0)
     units = measurement_units(model, usable)
@@ -413,9 +421,21 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
     before = np.where(model.known, 0.0, model.uncertainty if model.uncertainty is not None else np.nan)
     uncertainty = np.where(target, unc, before)
     uncertainty = np.where(base.cannot_share, np.nan, uncertainty)
-    return replace(base, model=model.with_values(values, uncertainty), filled=target | base.cannot_share,
-                   residual=scale, weights=weights,
-                   side_lambda=side_lam, method="ensemble")
+    base = replace(base, filled=target | base.cannot_share, residual=scale, weights=weights,
+                   side_lambda=side_lam)
+    return _with_unconsolidated(base, model, model.with_values(values, uncertainty), unconsolidated, seed)
+
+
+def _with_unconsolidated(result: Completion, model: PerformanceModel, done: PerformanceModel,
+                         unconsolidated: bool, seed: int) -> Completion:
+    """`result` as the ensemble's, its model `done` with the unconsolidated rates filled
+    (if `unconsolidated`) from done's isolated rates and their uncertainty."""
+    if unconsolidated:
+        J = len(done.gpu_types)
+        sd = None if done.uncertainty is None else done.uncertainty[:, :J]
+        done = fill_unconsolidated(done, done.values[:, :J], sd, seed)
+    return replace(result, model=done, method="ensemble",
+                   unconsolidated=frozenset(done.unconsolidated_estimated) - set(model.unconsolidated_estimated))
 
 
 def _error_groups(model: PerformanceModel, info) -> list[np.ndarray]:

@@ -12,7 +12,10 @@ reported as mean (MRE), median and 90th percentile over the hidden cells, plus `
 share of hidden cells whose measurement lies within 2 uncertainties of the estimate in log
 space (|log(estimate / measured)| <= 2 x uncertainty), i.e. how honest the uncertainty is.
 Isolated and pair targets are studied separately: hiding pairs leaves every isolated cell known,
-and the other way round.
+and the other way round. The third target, "unconsolidated", hides a fraction of the measured
+unconsolidated rates above 0 (a multi-GPU job type on one GPU type, its GPUs spread over nodes;
+every matrix cell stays known); only the ensemble predicts those (`schedopt.perf.spread`), so
+"als" leaves them all unfilled.
 
 Methods: "als" is `complete` (the low-rank completion alone), "ensemble" is
 `schedopt.perf.predict.predict` (low-rank, per-GPU-type low-rank and side information, weighted
@@ -29,7 +32,7 @@ from schedopt.errors import SchedoptError
 from schedopt.perf.completion import complete, measurement_units
 from schedopt.perf.model import PerformanceModel
 
-TARGETS = ("pairs", "isolated")
+TARGETS = ("pairs", "isolated", "unconsolidated")
 COLUMNS = ["target", "fraction", "seed", "method", "hidden", "unfilled", "mre", "median", "p90",
            "coverage", "rank", "lam", "seconds"]
 METHODS = ("als", "ensemble")
@@ -52,22 +55,42 @@ def _method(name: str):
     raise SchedoptError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
 
 
+def _draw(n: int, fraction: float, seed: int) -> np.ndarray:
+    """(n,) bool: round(fraction x n) of n units, drawn with numpy's default_rng(seed)."""
+    if not 0 <= fraction <= 1:
+        raise SchedoptError(f"a fraction hidden must lie in [0, 1], got {fraction}")
+    chosen = np.zeros(n, dtype=bool)
+    chosen[np.random.default_rng(seed).choice(n, size=round(fraction * n), replace=False)] = True
+    return chosen
+
+
 def hide_units(model: PerformanceModel, fraction: float, target: str, seed: int, *,
                zeros: bool = False) -> np.ndarray:
     """(R, C) bool: the cells of round(fraction x n) of the n measured positive units of kind
     `target` ('pairs' or 'isolated'), drawn with numpy's default_rng(seed); with `zeros`,
     units measured at 0 steps/s (cannot run, cannot share) are drawn from too."""
-    if target not in TARGETS:
-        raise SchedoptError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    if not 0 <= fraction <= 1:
-        raise SchedoptError(f"a fraction hidden must lie in [0, 1], got {fraction}")
+    if target not in TARGETS[:2]:
+        raise SchedoptError(f"unknown target {target!r}; expected pairs or isolated")
     cols = model.is_pair if target == "pairs" else ~model.is_pair
     cells = model.known & ((model.values > 0) | zeros) & cols[None, :]
     units = measurement_units(model, cells)
     n = int(units.max()) + 1 if cells.any() else 0
-    chosen = np.zeros(n, dtype=bool)
-    chosen[np.random.default_rng(seed).choice(n, size=round(fraction * n), replace=False)] = True
-    return cells & chosen[np.maximum(units, 0)]
+    return cells & _draw(n, fraction, seed)[np.maximum(units, 0)]
+
+
+def hide_unconsolidated(model: PerformanceModel, fraction: float, seed: int) -> list[tuple[str, str]]:
+    """round(fraction x n) of the n measured unconsolidated rates above 0 of multi-GPU job types
+    with a measured consolidated rate above 0 there, as (job type, GPU type), drawn with
+    numpy's default_rng(seed)."""
+    J = len(model.gpu_types)
+    row = {t: r for r, t in enumerate(model.job_types)}
+    keys = [(t, g) for t, rates in model.unconsolidated.items() for g, x in rates.items()
+            if x > 0 and (t, g) not in model.unconsolidated_estimated and t in row
+            and g in model.gpu_types and model.scale_factors[row[t]] > 1
+            and model.known[row[t], model.gpu_types.index(g)]
+            and model.values[row[t], :J][model.gpu_types.index(g)] > 0]
+    chosen = _draw(len(keys), fraction, seed)
+    return [k for k, c in zip(keys, chosen) if c]
 
 
 def score(truth: np.ndarray, estimate: np.ndarray, uncertainty: np.ndarray | None) -> dict:
@@ -101,21 +124,42 @@ def accuracy_study(model: PerformanceModel, fractions=(0.1, 0.3, 0.5, 0.7), targ
     rows = []
     bar = tqdm(total=len(runs) * len(fits), desc="completions", unit="fit", disable=not progress)
     for target, fraction, seed in runs:
-        hidden = hide_units(model, fraction, target, seed)
+        spread = target == "unconsolidated"
+        if spread:
+            keys = hide_unconsolidated(model, fraction, seed)
+            hidden_model = model.without_unconsolidated(keys)
+        else:
+            hidden = hide_units(model, fraction, target, seed)
+            hidden_model = model.hide(hidden)
         for name, fit in fits.items():
             start = time.perf_counter()
-            result = fit(model.hide(hidden), seed=seed, **options)
+            result = fit(hidden_model, seed=seed, **options)
             seconds = time.perf_counter() - start
             got = result.model
-            filled = hidden & np.isfinite(got.values)
-            u = None if got.uncertainty is None else got.uncertainty[filled]
+            if spread:
+                truth, estimate, u = _unconsolidated_scores(model, got, keys)
+                count = len(keys)
+            else:
+                filled = hidden & np.isfinite(got.values)
+                truth, estimate = model.values[filled], got.values[filled]
+                u = None if got.uncertainty is None else got.uncertainty[filled]
+                count = int(hidden.sum())
             rows.append({"target": target, "fraction": float(fraction), "seed": seed, "method": name,
-                         "hidden": int(hidden.sum()), "unfilled": int((hidden & ~filled).sum()),
-                         **score(model.values[filled], got.values[filled], u),
+                         "hidden": count, "unfilled": count - truth.size, **score(truth, estimate, u),
                          "rank": result.rank, "lam": result.lam, "seconds": seconds})
             bar.update()
     bar.close()
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _unconsolidated_scores(truth: PerformanceModel, estimate: PerformanceModel, keys):
+    """(measured, estimated steps/s, uncertainty) of the hidden unconsolidated rates `keys`
+    that `estimate` filled."""
+    got = [(truth.unconsolidated[t][g], estimate.unconsolidated[t][g],
+            estimate.unconsolidated_estimated.get((t, g), np.nan))
+           for t, g in keys if g in estimate.unconsolidated.get(t, {})]
+    measured, value, u = (np.array(x, dtype=float) for x in zip(*got)) if got else (np.zeros(0),) * 3
+    return measured, value, u
 
 
 def hidden_errors(truth: PerformanceModel, hidden: np.ndarray, estimate: PerformanceModel) -> pd.DataFrame:
@@ -185,10 +229,13 @@ def plot_study(frame: pd.DataFrame, ax=None, title: str | None = None):
     lines = summary[["target", "method"]].drop_duplicates().itertuples(index=False)
     for i, (target, method) in enumerate(lines):
         rows = summary[(summary["target"] == target) & (summary["method"] == method)]
+        if rows["mre"].isna().all():  # a method that predicts none of this target
+            continue
         x = rows["fraction"].to_numpy() * 100
         y = rows["mre"].to_numpy() * 100
         spread = np.vstack([y - rows["mre_min"].to_numpy() * 100, rows["mre_max"].to_numpy() * 100 - y])
-        label = "co-location pairs" if target == "pairs" else "isolated (GPU types)"
+        label = {"pairs": "co-location pairs", "isolated": "isolated (GPU types)",
+                 "unconsolidated": "unconsolidated (spread over nodes)"}[target]
         if summary["method"].nunique() > 1:
             label += f", {method}"
         ax.errorbar(x, y, yerr=spread, marker="o", capsize=3, color=f"C{i}", label=label)

@@ -48,9 +48,11 @@ START = {"family": 0.1, "family_gpu": 0.1, "gpu": 0.1, "gpu_scale": 0.05, "speed
          "noise": 0.01, "l": 1.0, "r": 1.0}
 LOG_BOUNDS = [(-12.0, 3.0)] * len(TERMS) + [(-3.0, 4.0)] * 2
 MIN_MEASURED = 10  # fewer measured ratios than this: nothing is predicted
-# above these many measured ratios, a seeded subset sets the hyperparameters / the posterior
+# above these many measured ratios, a seeded subset sets the hyperparameters / the posterior;
+# predicted cells go through the posterior in chunks of CHUNK
 FIT_CELLS = 800
 POSTERIOR_CELLS = 2500
+CHUNK = 2000
 
 
 class _Covariance:
@@ -110,10 +112,13 @@ def spread_ratios(info: JobTypeInfo, a: np.ndarray, g: np.ndarray, log_rate: np.
     cov, _, p = terms(cells, cells)(theta)
     chol = sla.cho_factor(cov + (p[5] + JITTER) * np.eye(cells.size), lower=True, check_finite=False)
     centre_y = y[cells].mean()
-    cross = terms(np.arange(len(a)), cells)(theta)[0]
-    post = centre_y + cross @ sla.cho_solve(chol, y[cells] - centre_y, check_finite=False)
+    alpha = sla.cho_solve(chol, y[cells] - centre_y, check_finite=False)
+    post, explained = np.empty(len(a)), np.empty(len(a))
+    for part in np.array_split(np.arange(len(a)), max(1, -(-len(a) // CHUNK))):
+        cross = terms(part, cells)(theta)[0]
+        post[part] = centre_y + cross @ alpha
+        explained[part] = np.einsum("ij,ji->i", cross, sla.cho_solve(chol, cross.T, check_finite=False))
     prior = p[0] + p[1] + p[2] + p[3] + p[4] * x ** 2
-    explained = np.einsum("ij,ji->i", cross, sla.cho_solve(chol, cross.T, check_finite=False))
     sd = np.sqrt(np.maximum(prior - explained, 0.0) + p[5])
     return post, sd, theta
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from schedopt.cli.main import main
 from schedopt.errors import InstanceError
-from schedopt.perf import accuracy_study, gavel_model, predict, read_model, write_model
+from schedopt.perf import accuracy_study, gavel_model, predict, read_model, summarize, write_model
 from schedopt.perf.kernel import _Similarity
 from schedopt.perf.model import PerformanceModel
 from schedopt.perf.side import job_type_info
@@ -252,3 +252,18 @@ def test_an_instance_completed_by_the_ensemble_carries_the_predicted_spread_rate
     spread = load_instance(tmp_path / "out.json").performance.unconsolidated
     for t, g in keys:
         assert spread[t][g] == pytest.approx(truth.unconsolidated[t][g], rel=0.03)
+
+
+def test_the_study_compares_methods_on_the_cells_both_filled():
+    truth = _model(_planted(noise=0.02))
+    frame = accuracy_study(truth, (0.5,), ("isolated",), [0], methods=("als", "ensemble"), ensemble=0)
+    als, ens = (frame[frame["method"] == m].iloc[0] for m in ("als", "ensemble"))
+    assert als["unfilled"] > 0 and ens["unfilled"] == 0  # cold starts: the ensemble fills them
+    # each method's own MRE is over the cells it filled; mre_shared over the cells both filled
+    assert als["mre_shared"] == pytest.approx(als["mre"])
+    assert ens["mre_shared"] < ens["mre"]
+    row = summarize(frame).set_index("method").loc["ensemble"]
+    assert row["improvement"] == pytest.approx(1 - ens["mre_shared"] / als["mre_shared"])
+    # a model with no pair measured: nothing to hide, zero rows hidden rather than an error
+    empty = accuracy_study(truth, (0.5,), ("pairs",), [0], methods=("als",), ensemble=0)
+    assert empty["hidden"].tolist() == [0] and empty["mre"].isna().all()

@@ -313,9 +313,11 @@ def study(source, fractions, target, seeds, methods, ranks, lambdas, ensemble, s
     """Hide a fraction of SOURCE's measured entries, complete, and report the relative error
     |estimate - measured| / measured of the hidden ones: mean (MRE), median, 90th percentile
     (mean over seeds, and the worst seed's), and how often the measurement lies within 2
-    uncertainties of the estimate. Every method sees the same hidden entries; "vs als": mean
-    over seeds of 1 - MRE / MRE of als, and on how many seeds the method beat als. "unfilled":
-    hidden entries left missing (nothing measured left to predict them from).
+    uncertainties of the estimate. Every method sees the same hidden entries; "less error than
+    als": mean over seeds of 1 - MRE / MRE of als, both on the hidden entries that every method
+    filled, and on how many seeds the method beat als there. "unfilled": hidden entries left
+    missing (nothing measured left to predict them from); MRE, median and p90 are over the
+    entries each method filled.
 
     SOURCE: Gavel's throughput file, a schedopt-perf/1 model or an instance. A completion takes
     a few seconds on Gavel's table (83 job types, 5,526 measured entries; only those above 0

@@ -34,7 +34,7 @@ from schedopt.perf.model import PerformanceModel
 
 TARGETS = ("pairs", "isolated", "unconsolidated")
 COLUMNS = ["target", "fraction", "seed", "method", "hidden", "unfilled", "mre", "median", "p90",
-           "coverage", "rank", "lam", "seconds"]
+           "coverage", "mre_shared", "rank", "lam", "seconds"]
 METHODS = ("als", "ensemble")
 
 
@@ -74,8 +74,9 @@ def hide_units(model: PerformanceModel, fraction: float, target: str, seed: int,
     cols = model.is_pair if target == "pairs" else ~model.is_pair
     cells = model.known & ((model.values > 0) | zeros) & cols[None, :]
     units = measurement_units(model, cells)
-    n = int(units.max()) + 1 if cells.any() else 0
-    return cells & _draw(n, fraction, seed)[np.maximum(units, 0)]
+    if not cells.any():
+        return cells
+    return cells & _draw(int(units.max()) + 1, fraction, seed)[np.maximum(units, 0)]
 
 
 def hide_unconsolidated(model: PerformanceModel, fraction: float, seed: int) -> list[tuple[str, str]]:
@@ -111,7 +112,9 @@ def accuracy_study(model: PerformanceModel, fractions=(0.1, 0.3, 0.5, 0.7), targ
                    seeds=3, progress: bool = False, methods=("als",), **options) -> pd.DataFrame:
     """One row per (target, fraction, seed, method) with the columns of `COLUMNS` (hidden:
     cells hidden; unfilled: hidden cells left missing (a cold start), which the error
-    statistics leave out; seconds: time of that completion). seeds: a count n (seeds 0..n-1)
+    statistics leave out; mre_shared: the mean relative error over the hidden cells that every
+    method of the run filled, so that methods are compared on the same cells; seconds: time of
+    that completion). seeds: a count n (seeds 0..n-1)
     or a list; seed s hides with default_rng(s) and completes with seed=s. methods: names in
     METHODS, each run on the same hidden cells. `options` go to every method. `progress`: a
     tqdm bar on stderr."""
@@ -120,46 +123,51 @@ def accuracy_study(model: PerformanceModel, fractions=(0.1, 0.3, 0.5, 0.7), targ
     from tqdm import tqdm
 
     fits = {name: _method(name) for name in methods}
+    if not fits:
+        raise SchedoptError(f"give at least one method of {', '.join(METHODS)}")
     runs = [(t, f, s) for t in targets for f in fractions for s in seed_list(seeds)]
     rows = []
     bar = tqdm(total=len(runs) * len(fits), desc="completions", unit="fit", disable=not progress)
     for target, fraction, seed in runs:
-        spread = target == "unconsolidated"
-        if spread:
-            keys = hide_unconsolidated(model, fraction, seed)
-            hidden_model = model.without_unconsolidated(keys)
+        if target == "unconsolidated":
+            hidden = hide_unconsolidated(model, fraction, seed)
+            hidden_model = model.without_unconsolidated(hidden)
         else:
             hidden = hide_units(model, fraction, target, seed)
             hidden_model = model.hide(hidden)
+        got = {}
         for name, fit in fits.items():
             start = time.perf_counter()
             result = fit(hidden_model, seed=seed, **options)
-            seconds = time.perf_counter() - start
-            got = result.model
-            if spread:
-                truth, estimate, u = _unconsolidated_scores(model, got, keys)
-                count = len(keys)
-            else:
-                filled = hidden & np.isfinite(got.values)
-                truth, estimate = model.values[filled], got.values[filled]
-                u = None if got.uncertainty is None else got.uncertainty[filled]
-                count = int(hidden.sum())
-            rows.append({"target": target, "fraction": float(fraction), "seed": seed, "method": name,
-                         "hidden": count, "unfilled": count - truth.size, **score(truth, estimate, u),
-                         "rank": result.rank, "lam": result.lam, "seconds": seconds})
+            got[name] = (result, time.perf_counter() - start, *_hidden_estimates(model, result.model, hidden))
             bar.update()
+        truth = next(iter(got.values()))[2]
+        shared = np.logical_and.reduce([np.isfinite(g[3]) for g in got.values()])
+        for name, (result, seconds, _, estimate, u) in got.items():
+            filled = np.isfinite(estimate)
+            rows.append({"target": target, "fraction": float(fraction), "seed": seed, "method": name,
+                         "hidden": truth.size, "unfilled": int((~filled).sum()),
+                         **score(truth[filled], estimate[filled], None if u is None else u[filled]),
+                         "mre_shared": float(np.mean(np.abs(estimate[shared] / truth[shared] - 1)))
+                         if shared.any() else float("nan"),
+                         "rank": result.rank, "lam": result.lam, "seconds": seconds})
     bar.close()
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _unconsolidated_scores(truth: PerformanceModel, estimate: PerformanceModel, keys):
-    """(measured, estimated steps/s, uncertainty) of the hidden unconsolidated rates `keys`
-    that `estimate` filled."""
-    got = [(truth.unconsolidated[t][g], estimate.unconsolidated[t][g],
-            estimate.unconsolidated_estimated.get((t, g), np.nan))
-           for t, g in keys if g in estimate.unconsolidated.get(t, {})]
-    measured, value, u = (np.array(x, dtype=float) for x in zip(*got)) if got else (np.zeros(0),) * 3
-    return measured, value, u
+def _hidden_estimates(truth: PerformanceModel, estimate: PerformanceModel, hidden):
+    """(measured, estimate, uncertainty) of every hidden entry: (n,) steps/s each, the
+    estimate NaN where it was left unfilled, the uncertainty None when the model has none.
+    hidden: an (R, C) bool mask of matrix cells, or a list of (job type, GPU type) whose
+    unconsolidated rates were hidden."""
+    if isinstance(hidden, np.ndarray):
+        values = estimate.values[hidden]
+        u = None if estimate.uncertainty is None else estimate.uncertainty[hidden]
+        return truth.values[hidden], np.where(np.isfinite(values), values, np.nan), u
+    measured = np.array([truth.unconsolidated[t][g] for t, g in hidden], dtype=float)
+    values = np.array([estimate.unconsolidated.get(t, {}).get(g, np.nan) for t, g in hidden], dtype=float)
+    u = np.array([estimate.unconsolidated_estimated.get(k, np.nan) for k in hidden], dtype=float)
+    return measured, values, u
 
 
 def hidden_errors(truth: PerformanceModel, hidden: np.ndarray, estimate: PerformanceModel) -> pd.DataFrame:
@@ -197,8 +205,9 @@ def hidden_errors(truth: PerformanceModel, hidden: np.ndarray, estimate: Perform
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (target, fraction, method): the means over seeds of hidden, unfilled, mre, median,
     p90, coverage; mre_min / mre_max and p90_max over seeds; and, where "als" ran on the same
-    seeds, `improvement`: the mean over seeds of 1 - mre / mre of "als" (0.2 = a fifth less
-    error) and `better`: on how many seeds the method's mre is below "als"'s."""
+    seeds, `improvement`: the mean over seeds of 1 - mre_shared / mre_shared of "als" (0.2 = a
+    fifth less error, on the hidden cells both filled; mre for frames without mre_shared) and
+    `better`: on how many seeds the method's error there is below "als"'s."""
     if "method" not in frame.columns:
         frame = frame.assign(method="als")
     keys = ["target", "fraction", "method"]
@@ -209,10 +218,11 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     out["p90_max"] = grouped["p90"].max()
     out["seeds"] = grouped["seed"].nunique()
     out = out.reset_index()
-    als = frame[frame["method"] == "als"].set_index(["target", "fraction", "seed"])["mre"]
+    error = "mre_shared" if "mre_shared" in frame.columns else "mre"
+    als = frame[frame["method"] == "als"].set_index(["target", "fraction", "seed"])[error]
     paired = frame.join(als.rename("mre_als"), on=["target", "fraction", "seed"])
-    paired["gain"] = 1 - paired["mre"] / paired["mre_als"]
-    paired["better"] = paired["mre"] < paired["mre_als"]
+    paired["gain"] = 1 - paired[error] / paired["mre_als"]
+    paired["better"] = paired[error] < paired["mre_als"]
     gains = paired.groupby(keys, sort=False)[["gain", "better"]].agg({"gain": "mean", "better": "sum"})
     out = out.join(gains.rename(columns={"gain": "improvement"}), on=keys)
     return out.sort_values(["target", "fraction"], kind="stable").reset_index(drop=True)

@@ -184,15 +184,23 @@ class PerformanceModel:
         values = np.where(mask, np.nan, self.values)
         return replace(self, values=values, known=self.known & ~mask, uncertainty=None)
 
+    def unconsolidated_array(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rates, estimated): (R, J) unconsolidated steps/s of each job type on each GPU type
+        (NaN where none is given) and (R, J) bool, which of them are estimates."""
+        rates = np.array([[self.unconsolidated.get(t, {}).get(g, np.nan) for g in self.gpu_types]
+                          for t in self.job_types], dtype=float).reshape(len(self.job_types), -1)
+        estimated = np.array([[(t, g) in self.unconsolidated_estimated for g in self.gpu_types]
+                              for t in self.job_types], dtype=bool).reshape(rates.shape)
+        return rates, estimated
+
     @property
     def unconsolidated_missing(self) -> int:
         """How many (multi-GPU job type, GPU type) have a consolidated rate above 0 and no
         unconsolidated rate (what `schedopt.perf.spread.fill_unconsolidated` fills)."""
-        multi = self.scale_factors > 1
-        runs = np.isfinite(self.values[:, :len(self.gpu_types)]) & (self.values[:, :len(self.gpu_types)] > 0)
-        given = np.array([[g in self.unconsolidated.get(t, {}) for g in self.gpu_types] for t in self.job_types],
-                         dtype=bool).reshape(runs.shape)
-        return int((multi[:, None] & runs & ~given).sum())
+        alone = self.values[:, :len(self.gpu_types)]
+        runs = np.isfinite(alone) & (alone > 0)
+        multi = (self.scale_factors > 1)[:, None]
+        return int((multi & runs & np.isnan(self.unconsolidated_array()[0])).sum())
 
     def without_unconsolidated(self, keys) -> PerformanceModel:
         """A copy without the unconsolidated rates of `keys` ((job type, GPU type) pairs)."""

@@ -134,16 +134,9 @@ def fill_unconsolidated(model: PerformanceModel, rates: np.ndarray, rate_sd: np.
     (not earlier estimates) with both rates above 0; with fewer than MIN_MEASURED of those,
     `model` is returned as it is. A measured unconsolidated 0 stays 0 and is not fitted."""
     info = job_type_info(model.job_types)
-    R, J = rates.shape
     multi = np.asarray(info.scale_factor) > 1
-    given = np.full((R, J), np.nan)
-    measured = np.zeros((R, J), dtype=bool)
-    for r, t in enumerate(model.job_types):
-        for j, gpu in enumerate(model.gpu_types):
-            value = model.unconsolidated.get(t, {}).get(gpu)
-            if value is not None:
-                given[r, j] = value
-                measured[r, j] = (t, gpu) not in model.unconsolidated_estimated
+    given, earlier = model.unconsolidated_array()
+    measured = np.isfinite(given) & ~earlier
     with np.errstate(divide="ignore", invalid="ignore"):
         log_rate = np.log(np.where(rates > 0, rates, np.nan))
         y = np.log(given) - log_rate

@@ -185,10 +185,13 @@ def complete_command(source, output, pairs, isolated, unconsolidated, method, ra
     entry gets steps/s and an uncertainty (sd of log steps/s, so 0.10 ~ +-10%). A pair of job
     types that mostly cannot share with their measured partners is predicted 0 ("cannot
     share"; see docs/performance-models.md); use --no-pairs to leave unmeasured pairs out.
+    With --method ensemble the unconsolidated rates of multi-GPU job types (GPUs spread over
+    nodes) nobody measured are filled too, shown as "(spread over nodes)".
 
     \b
     schedopt perf complete instances/colocation.json -o colocation-full.json
     schedopt perf complete simulation_throughputs.json --no-isolated --json
+    schedopt perf complete simulation_throughputs.json --method ensemble -o gavel-full.json
     """
     from schedopt.perf import complete, read_model
     from schedopt.perf.io import instance_with_model, write_model
@@ -325,6 +328,7 @@ def study(source, fractions, target, seeds, methods, ranks, lambdas, ensemble, s
 
     \b
     schedopt perf study simulation_throughputs.json --fractions 0.5 --target both --seeds 0-7,100-109
+    schedopt perf study simulation_throughputs.json --fractions 0.5 --target unconsolidated --seeds 10
     """
     from schedopt.perf import accuracy_study, read_model, summarize
 

@@ -267,3 +267,20 @@ def test_the_study_compares_methods_on_the_cells_both_filled():
     # a model with no pair measured: nothing to hide, zero rows hidden rather than an error
     empty = accuracy_study(truth, (0.5,), ("pairs",), [0], methods=("als",), ensemble=0)
     assert empty["hidden"].tolist() == [0] and empty["mre"].isna().all()
+
+
+def test_a_ratio_over_an_estimated_consolidated_rate_is_not_fitted():
+    truth = _model(_planted())
+    keys = hide_unconsolidated(truth, 0.25, seed=5)
+    t, gpu = next((t, g) for t, r in truth.unconsolidated.items() for g in r if (t, g) not in keys)
+    r, j = truth.job_types.index(t), truth.gpu_types.index(gpu)
+    mask = np.zeros(truth.shape, dtype=bool)
+    mask[r, j] = True
+    base = truth.hide(mask).without_unconsolidated(keys)  # T of (t, gpu) unknown, its U measured
+    rates = truth.values[:, :2].copy()
+    got = fill_unconsolidated(base, rates)
+    rates[r, j] *= 10  # a wild estimate of T there must not move the other predictions
+    moved = fill_unconsolidated(base, rates)
+    for k in keys:
+        assert moved.unconsolidated[k[0]][k[1]] == pytest.approx(got.unconsolidated[k[0]][k[1]], rel=1e-9)
+    assert moved.unconsolidated[t][gpu] == truth.unconsolidated[t][gpu]  # the measurement stays

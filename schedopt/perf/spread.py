@@ -130,8 +130,8 @@ def fill_unconsolidated(model: PerformanceModel, rates: np.ndarray, rate_sd: np.
     0 and no unconsolidated rate is given, predicted as rates x exp(spread ratio) (module doc);
     each estimate is recorded in `unconsolidated_estimated` with its uncertainty, the ratio's
     sd combined with rate_sd ((R, J) sd of log steps/s of the rates, 0 or NaN where
-    measured). The ratios are fitted on the given unconsolidated rates that are measurements
-    (not earlier estimates) with both rates above 0; with fewer than MIN_MEASURED of those,
+    measured). The ratios are fitted where both rates are measurements above 0 (neither an
+    earlier estimate nor an estimated consolidated rate); with fewer than MIN_MEASURED of those,
     `model` is returned as it is. A measured unconsolidated 0 stays 0 and is not fitted."""
     info = job_type_info(model.job_types)
     multi = np.asarray(info.scale_factor) > 1
@@ -140,7 +140,7 @@ def fill_unconsolidated(model: PerformanceModel, rates: np.ndarray, rate_sd: np.
     with np.errstate(divide="ignore", invalid="ignore"):
         log_rate = np.log(np.where(rates > 0, rates, np.nan))
         y = np.log(given) - log_rate
-    fit = measured & np.isfinite(y) & multi[:, None]
+    fit = measured & model.known[:, :len(model.gpu_types)] & np.isfinite(y) & multi[:, None]
     target = multi[:, None] & np.isfinite(log_rate) & np.isnan(given)
     if fit.sum() < MIN_MEASURED or not target.any():
         return model

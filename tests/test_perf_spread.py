@@ -58,10 +58,10 @@ def test_the_likelihood_gradient_matches_finite_differences():
     rng = np.random.default_rng(0)
     n = len(info.family)
     a, g = np.repeat(np.arange(n), 2), np.tile([0, 1], n)
-    x = rng.normal(size=a.size)
-    terms = _Covariance(_Similarity.of(info), info.scale_factor, a, g, x, a, g, x)
+    x, z = rng.normal(size=a.size), rng.normal(size=a.size)
+    terms = _Covariance(_Similarity.of(info), info.scale_factor, a, g, x, z, a, g, x, z)
     y = rng.normal(size=a.size) * 0.3
-    theta = np.log([0.1, 0.05, 0.2, 0.03, 0.02, 0.01, 1.3, 0.7])
+    theta = np.log([0.1, 0.05, 0.2, 0.03, 0.02, 0.015, 0.01, 1.3, 0.7])
     value, grad = _objective(theta, terms, y)
     for i in range(theta.size):
         step = np.zeros_like(theta)
@@ -284,3 +284,15 @@ def test_a_ratio_over_an_estimated_consolidated_rate_is_not_fitted():
     for k in keys:
         assert moved.unconsolidated[k[0]][k[1]] == pytest.approx(got.unconsolidated[k[0]][k[1]], rel=1e-9)
     assert moved.unconsolidated[t][gpu] == truth.unconsolidated[t][gpu]  # the measurement stays
+
+
+def test_a_gpu_type_with_no_measured_ratio_is_read_off_the_shared_speed_term():
+    truth = _model(_planted())
+    keys = [(t, "k80") for t in truth.unconsolidated]  # every K80 ratio unmeasured
+    got = fill_unconsolidated(truth.without_unconsolidated(keys), truth.values[:, :2])
+    e = np.array([np.log(got.unconsolidated[t][g] / truth.unconsolidated[t][g]) for t, g in keys])
+    u = np.array([got.unconsolidated_estimated[k] for k in keys])
+    assert np.abs(np.expm1(e)).mean() < 0.12  # 9.9% (16.8% without the shared speed term)
+    assert np.mean(np.abs(e) <= 2 * u) >= 0.9  # and the uncertainty says it is a guess: 100%
+    assert u.mean() > 2 * np.mean(list(fill_unconsolidated(  # wider than where K80 ratios are seen
+        truth.without_unconsolidated(keys[::2]), truth.values[:, :2]).unconsolidated_estimated.values()))

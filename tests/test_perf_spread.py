@@ -71,8 +71,7 @@ def test_the_likelihood_gradient_matches_finite_differences():
 
 
 def test_a_planted_spread_ratio_is_recovered_and_measurements_stay():
-    section = _planted()
-    truth = _model(section)
+    truth = _model(_planted())
     keys = hide_unconsolidated(truth, 1 / 3, seed=0)
     assert len(keys) == round(60 / 3)
     hidden = truth.without_unconsolidated(keys)
@@ -87,8 +86,8 @@ def test_a_planted_spread_ratio_is_recovered_and_measurements_stay():
     naive = np.array([abs(truth.values[row[t], truth.gpu_types.index(g)] / truth.unconsolidated[t][g] - 1)
                       for t, g in keys])
     assert naive.mean() > 0.3
-    for t, row_ in hidden.unconsolidated.items():  # measurements are kept exactly
-        for g, x in row_.items():
+    for t, rates in hidden.unconsolidated.items():  # measurements are kept exactly
+        for g, x in rates.items():
             assert got.unconsolidated[t][g] == x and (t, g) not in got.unconsolidated_estimated
     assert all(0 < u < 0.1 for u in got.unconsolidated_estimated.values())
 

@@ -69,7 +69,7 @@ def hide_units(model: PerformanceModel, fraction: float, target: str, seed: int,
     """(R, C) bool: the cells of round(fraction x n) of the n measured positive units of kind
     `target` ('pairs' or 'isolated'), drawn with numpy's default_rng(seed); with `zeros`,
     units measured at 0 steps/s (cannot run, cannot share) are drawn from too."""
-    if target not in TARGETS[:2]:
+    if target not in ("pairs", "isolated"):
         raise SchedoptError(f"unknown target {target!r}; expected pairs or isolated")
     cols = model.is_pair if target == "pairs" else ~model.is_pair
     cells = model.known & ((model.values > 0) | zeros) & cols[None, :]
@@ -161,9 +161,8 @@ def _hidden_estimates(truth: PerformanceModel, estimate: PerformanceModel, hidde
     hidden: an (R, C) bool mask of matrix cells, or a list of (job type, GPU type) whose
     unconsolidated rates were hidden."""
     if isinstance(hidden, np.ndarray):
-        values = estimate.values[hidden]
         u = None if estimate.uncertainty is None else estimate.uncertainty[hidden]
-        return truth.values[hidden], np.where(np.isfinite(values), values, np.nan), u
+        return truth.values[hidden], estimate.values[hidden], u
     measured = np.array([truth.unconsolidated[t][g] for t, g in hidden], dtype=float)
     values = np.array([estimate.unconsolidated.get(t, {}).get(g, np.nan) for t, g in hidden], dtype=float)
     u = np.array([estimate.unconsolidated_estimated.get(k, np.nan) for k in hidden], dtype=float)

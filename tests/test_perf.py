@@ -322,6 +322,23 @@ def test_perf_complete_makes_an_instance_with_unmeasured_gpu_types_solvable(tmp_
     assert code == 0, err
 
 
+def test_perf_commands_read_an_instance_that_names_table_files_from_any_folder(tmp_path, monkeypatch):
+    # instances/small-tables.json names its jobs and throughput tables relative to its folder
+    source = ROOT / "instances" / "small-tables.json"
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = run("perf", "complete", source, "--method", "ensemble", "--ensemble", "0",
+                            "-o", tmp_path / "full.json")
+    assert code == 0, err
+    assert "24 job types x 3 GPU types" in stdout and "unconsolidated: 18 measured" in stdout
+    inst = load_instance(tmp_path / "full.json")
+    assert len(inst.jobs) == len(load_instance(source).jobs)
+    assert inst.performance.throughput == load_instance(source).performance.throughput
+    code, stdout, err = run("perf", "study", source, "--target", "unconsolidated", "--fractions", "0.3",
+                            "--seeds", "1", "--method", "ensemble", "--ensemble", "0", "--json")
+    assert code == 0, err
+    assert [(r["hidden"], r["unfilled"]) for r in json.loads(stdout)] == [(5, 0)]
+
+
 def test_perf_build_and_study_from_files(tmp_path):
     gavel = tmp_path / "tiny.json"
     gavel.write_text(json.dumps(TINY_GAVEL))

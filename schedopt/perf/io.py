@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -52,14 +53,16 @@ def _gpu_names(section) -> list[str]:
     return list(names)
 
 
-def checked_section(section, source: str, cluster: dict | None = None) -> dict:
+def checked_performance(section, source: str, cluster: dict | None = None,
+                        base: str | os.PathLike | None = None):
     """`section` validated as an instance's performance section (on `cluster`, default one
-    GPU of every type it names); InstanceError with every problem otherwise."""
+    GPU of every type it names) and built, a throughput table it names read relative to
+    `base` (the file's folder); InstanceError with every problem otherwise. The instance's
+    jobs are left out: a model is read before every job finds a complete row."""
     types = {g: {"count": 1} for g in _gpu_names(section)} or {"gpu": {"count": 1}}
     cluster = cluster or {"gpu_types": types}
     doc = {"format": INSTANCE_FORMAT, "cluster": cluster, "jobs": [], "performance": section}
-    parse_instance(doc, source)
-    return section
+    return parse_instance(doc, source, base).performance
 
 
 def read_model(path: str | os.PathLike) -> tuple[PerformanceModel, dict | None]:
@@ -70,15 +73,16 @@ def read_model(path: str | os.PathLike) -> tuple[PerformanceModel, dict | None]:
     doc = read_document(path)
     if not isinstance(doc, dict) or "format" not in doc:
         return gavel_model(path), None
+    folder = Path(path).parent
     if doc["format"] == INSTANCE_FORMAT:
         cluster = doc.get("cluster") if isinstance(doc.get("cluster"), dict) else None
-        section = checked_section(doc.get("performance", {}), source, cluster)
-        return PerformanceModel.from_section(section, doc.get("name")), doc
+        performance = checked_performance(doc.get("performance", {}), source, cluster, folder)
+        return PerformanceModel.from_performance(performance, doc.get("name")), doc
     if doc["format"] != PERF_FORMAT:
         msg = f"unknown format {doc['format']!r}; expected {PERF_FORMAT!r} or {INSTANCE_FORMAT!r}"
         raise InstanceError([Problem(source, "format", msg)])
-    section = checked_section(doc.get("performance", {}), source)
-    model = PerformanceModel.from_section(section, doc.get("name"))
+    performance = checked_performance(doc.get("performance", {}), source, base=folder)
+    model = PerformanceModel.from_performance(performance, doc.get("name"))
     return _mark_estimated(model, doc.get("estimated", []), source), None
 
 
@@ -138,10 +142,11 @@ def write_model(model: PerformanceModel, path: str | os.PathLike) -> None:
 
 
 def instance_with_model(doc: dict, model: PerformanceModel, source: str):
-    """The instance `doc` with its performance section replaced by `model`'s (cpu_time kept),
-    validated: every job must now find a complete throughput row."""
+    """The instance `doc` (read from the file `source`; a jobs table it names is read
+    relative to that file's folder) with its performance section replaced by `model`'s
+    (cpu_time kept), validated: every job must now find a complete throughput row."""
     section = model.to_section()
     old = doc.get("performance", {})
     if isinstance(old, dict) and "cpu_time" in old:
         section["cpu_time"] = old["cpu_time"]
-    return parse_instance({**doc, "performance": section}, source)
+    return parse_instance({**doc, "performance": section}, source, Path(source).parent)

@@ -40,9 +40,10 @@ def _bilinear(info, a, b):
     return -0.35 - 0.8 * sign[fam[a], fam[b]] * (x[a] - 0.5) * (x[b] - 0.5)
 
 
-def test_likelihood_gradient_matches_finite_differences():
+@pytest.mark.parametrize("smooth", [False, True])
+def test_likelihood_gradient_matches_finite_differences(smooth):
     _, info = _types()
-    sim = _Similarity.of(info)
+    sim = _Similarity.of(info, smooth)
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, len(info.family), 60), rng.integers(0, len(info.family), 60)
     y = 0.3 * rng.standard_normal(60)
@@ -54,6 +55,26 @@ def test_likelihood_gradient_matches_finite_differences():
                / (2 * step) for e in np.eye(theta.size)]
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
 
+
+
+def test_smooth_kernel_is_squared_exponential_in_log2_batch_size():
+    _, info = _types()
+    batch, scale = np.log2(info.batch_size), np.log2(info.scale_factor.astype(float))
+    same = np.equal.outer(np.array(info.family), np.array(info.family))
+    length, scale_length = 1.7, 0.9
+    expected = same * np.exp(-np.subtract.outer(batch, batch) ** 2 / (2 * length ** 2)
+                             - np.abs(np.subtract.outer(scale, scale)) / scale_length)
+    got = _Similarity.of(info, smooth=True).kernel(length ** 2, scale_length)
+    np.testing.assert_allclose(got, expected, atol=1e-15)
+    # and the exponential one, the default
+    rough = same * np.exp(-np.abs(np.subtract.outer(batch, batch)) / length
+                          - np.abs(np.subtract.outer(scale, scale)) / scale_length)
+    np.testing.assert_allclose(_Similarity.of(info).kernel(length, scale_length), rough, atol=1e-15)
+    # lengths are reported in log2 batch size for both kernels
+    gp = PairGP(info, np.array([0]), np.array([0]), np.array([0]), smooth=True)
+    gp.theta = {0: np.log([0.1, 0.1, 0.1, 0.1, 0.01, 4.0, 9.0, 2.0])}
+    got = gp.hyperparameters(["g"])["g"]
+    assert (got["l"], got["m"], got["r"]) == pytest.approx((2.0, 3.0, 2.0))
 
 def test_posterior_mean_is_the_closed_form_and_reverts_to_the_mean_far_from_data():
     types, info = _types()
@@ -88,7 +109,30 @@ def test_posterior_mean_is_the_closed_form_and_reverts_to_the_mean_far_from_data
     assert set(gp.hyperparameters(["g0"])["g0"]) == {"job", "partner", "pair", "family", "noise", "l", "m", "r"}
 
 
-def test_gp_recovers_a_smooth_interaction_the_additive_ridge_cannot():
+
+def test_average_is_the_mean_of_the_capped_posterior_means_of_every_fit():
+    # refitted on two subsets, the GP keeps both fits' hyperparameters; average=True is the
+    # mean of the two posterior means given the same cells, each capped at 0 first
+    types, info = _types()
+    a, b = _all_pairs(len(types))
+    g = np.zeros(a.size, dtype=int)
+    rng = np.random.default_rng(3)
+    y = _bilinear(info, a, b) + 0.05 * rng.standard_normal(a.size)
+    first, second = rng.random(a.size) < 0.3, rng.random(a.size) < 0.6
+    gp = PairGP(info, a, b, g)
+    gp.fit(first, y)
+    theta_first = gp.theta[0].copy()
+    gp.fit(second, y)
+    assert len(gp.history) == 2 and not np.allclose(theta_first, gp.theta[0])
+    last = gp.predict(second, y)
+    gp.theta = {0: theta_first}
+    earlier = gp.predict(second, y)
+    expected = (np.minimum(earlier, 0.0) + np.minimum(last, 0.0)) / 2
+    np.testing.assert_allclose(gp.predict(second, y, average=True), expected, atol=1e-12)
+    assert np.abs(last - earlier).max() > 1e-3  # the two fits disagree: the mean is not either
+
+@pytest.mark.parametrize("smooth", [False, True])
+def test_gp_recovers_a_smooth_interaction_the_additive_ridge_cannot(smooth):
     # slowdown of a next to b: bilinear in the two log2 batch sizes, with a slope whose sign
     # depends on the two families, so the (job, partner family) and (family, partner) effects
     # of the ridge average it away
@@ -99,13 +143,13 @@ def test_gp_recovers_a_smooth_interaction_the_additive_ridge_cannot():
     y = truth + 0.01 * rng.standard_normal(a.size)
     train = rng.random(a.size) < 0.5
     g = np.zeros(a.size, dtype=int)
-    gp = PairGP(info, a, b, g)
+    gp = PairGP(info, a, b, g, smooth=smooth)
     gp.fit(train, y)
     got = gp.predict(train, y)
     ridge = GroupRidge(pair_groups(info, a, b, g)).fit_predict(train, y, lam=0.03)
     err_gp = np.abs(np.expm1(got - truth))[~train].mean()
     err_ridge = np.abs(np.expm1(ridge - truth))[~train].mean()
-    assert err_gp < 0.04  # 2.7%; the ridge 10.5%
+    assert err_gp < 0.04  # 2.7% (exponential kernel), 0.9% (squared exponential); the ridge 10.5%
     assert err_gp < 0.35 * err_ridge
 
 

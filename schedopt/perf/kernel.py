@@ -25,6 +25,17 @@ the analytic gradient); the prediction is the posterior mean. Where every measur
 one scale factor, r has no gradient and stays where it starts. One GP per GPU type: on
 Gavel's table a pair's V100 slowdown tells little about its P100 or K80 one (correlation
 0.29-0.34).
+
+With `smooth=True` the batch-size term is squared exponential, exp(-d^2 / (2 l^2)) in the
+distance d in log2 batch size (l and m reported in log2 batch-size units as above): slowdowns
+that change smoothly with the batch size, where the exponential kernel allows kinks. The
+ensemble's `gp` member (`schedopt.perf.predict`) is the mean of the two.
+
+A `PairGP` refitted on several subsets (the ensemble's held-out folds, then everything) can
+average the posterior means under every fit's hyperparameters (`predict(..., average=True)`):
+on Gavel's V100 pairs the likelihood has two optima, a noise variance at its lower bound with
+long length scales and one of about 0.01, and which one a fit lands in changes from one
+subset to the next.
 """
 
 from __future__ import annotations
@@ -63,12 +74,15 @@ class _Similarity:
     scale: np.ndarray
 
     @classmethod
-    def of(cls, info: JobTypeInfo) -> _Similarity:
+    def of(cls, info: JobTypeInfo, smooth: bool = False) -> _Similarity:
+        """With `smooth`, `batch` holds d^2 / 2 instead of d, so that `kernel`'s
+        exp(-batch / length) is squared exponential with length = l^2."""
         fam = _ids(info.family)
         batch = np.log2(np.nan_to_num(info.batch_size, nan=1.0))
+        distance = np.abs(batch[:, None] - batch[None, :])
         scale = np.log2(info.scale_factor.astype(float))
         return cls((fam[:, None] == fam[None, :]).astype(float),
-                   np.abs(batch[:, None] - batch[None, :]), np.abs(scale[:, None] - scale[None, :]))
+                   distance ** 2 / 2 if smooth else distance, np.abs(scale[:, None] - scale[None, :]))
 
     def kernel(self, length: float, scale_length: float) -> np.ndarray:
         return self.family * np.exp(-self.batch / length - self.scale / scale_length)
@@ -134,13 +148,16 @@ class PairGP:
     info: the job types' labels parsed (`side.job_type_info`); a, b, g: (n,) row of the job
     type, row of the partner and GPU type index of every pair cell that may be predicted;
     seed: of the subsets drawn where a GPU type has more measured cells than FIT_CELLS or
-    POSTERIOR_CELLS."""
+    POSTERIOR_CELLS; smooth: the squared-exponential batch-size kernel (module doc)."""
 
-    def __init__(self, info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray, seed: int = 0):
-        self.sim = _Similarity.of(info)
+    def __init__(self, info: JobTypeInfo, a: np.ndarray, b: np.ndarray, g: np.ndarray, seed: int = 0,
+                 smooth: bool = False):
+        self.sim = _Similarity.of(info, smooth)
+        self.smooth = smooth
         self.a, self.b, self.g = a, b, g
         self.seed = seed
         self.theta: dict[int, np.ndarray] = {}
+        self.history: list[dict[int, np.ndarray]] = []  # theta after each fit, oldest first
 
     def _cells(self, train: np.ndarray, j: int, limit: int) -> np.ndarray:
         """Indices of the cells in `train` on GPU type j, at most `limit` of them (a random
@@ -166,13 +183,24 @@ class PairGP:
             got = so.minimize(_objective, start, args=(block, target), jac=True, method="L-BFGS-B",
                               bounds=LOG_BOUNDS)
             self.theta[int(j)] = got.x
+        self.history.append(dict(self.theta))
 
-    def predict(self, train: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def predict(self, train: np.ndarray, y: np.ndarray, *, average: bool = False) -> np.ndarray:
         """(n,) posterior mean slowdown (log units) of every cell given the cells `train` (at
-        most POSTERIOR_CELLS per GPU type), with the hyperparameters of `fit`; NaN on GPU
+        most POSTERIOR_CELLS per GPU type), with the hyperparameters of the last `fit`, or
+        with `average` the mean of the posterior means under the hyperparameters of every
+        fit so far, each capped at 0 first (a slowdown never speeds a job up); NaN on GPU
         types with nothing fitted."""
+        if not (average and self.history):
+            return self._posterior(train, y, self.theta)
+        # a GPU type left unfitted by an early fit (under 3 cells) is averaged over the others
+        means = np.stack([np.minimum(self._posterior(train, y, theta), 0.0) for theta in self.history])
+        count = np.isfinite(means).sum(axis=0)
+        return np.where(count > 0, np.nansum(means, axis=0) / np.maximum(count, 1), np.nan)
+
+    def _posterior(self, train: np.ndarray, y: np.ndarray, thetas: dict[int, np.ndarray]) -> np.ndarray:
         out = np.full(len(self.a), np.nan)
-        for j, theta in self.theta.items():
+        for j, theta in thetas.items():
             cells = self._cells(train, j, POSTERIOR_CELLS)
             if not cells.size:
                 continue
@@ -191,4 +219,10 @@ class PairGP:
         """{GPU type: {term: value}}: variances (log units squared), length scales l, m (log2
         batch size) and r (log2 scale factor)."""
         names = list(TERMS) + ["l", "m", "r"]
-        return {gpu_types[j]: dict(zip(names, np.exp(t).round(6).tolist())) for j, t in self.theta.items()}
+        out = {}
+        for j, t in self.theta.items():
+            p = np.exp(t)
+            if self.smooth:  # the fitted lengths are l^2 and m^2 (`_Similarity.of`)
+                p[5:7] = np.sqrt(p[5:7])
+            out[gpu_types[j]] = dict(zip(names, p.round(6).tolist()))
+        return out

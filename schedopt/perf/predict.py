@@ -11,10 +11,13 @@ seven predictors of log steps/s, each good where the others are weak:
   log(T_pair / T_alone) from the two job types, their families and the GPU type; an isolated
   rate from the job type's relatives (same model at another batch size or scale factor).
   It also fills job types never measured on any GPU type (cold starts `complete` leaves).
-- `gp` (pair cells only): a Gaussian process per GPU type on the same slowdowns
+- `gp` (pair cells only): Gaussian processes per GPU type on the same slowdowns
   (`schedopt.perf.kernel`): a pair is read off pairs of the same families at neighbouring
   batch sizes, job and partner side together, with weights learned by marginal likelihood
-  (on Gavel's table it carries the V100 pairs the others predict worst).
+  (on Gavel's table it carries the V100 pairs the others predict worst). Two GPs, with an
+  exponential and a squared-exponential kernel in the batch size, are averaged; the final
+  estimate of each also averages the posterior means under the hyperparameters of the
+  held-out folds' fits and of the fit on everything (the likelihood has two optima on V100).
 - `ratio` (isolated cells only): the job type's own rate on another GPU type, or its model's
   rate at another scale factor, times the ratio its relatives show between the two
   (`schedopt.perf.side.relative_ratios`).
@@ -155,7 +158,7 @@ class _Members:
         b = model.pair_rows[(c - J) % P] if P else c
         self.pair_index = (a, c, g, b)
         self.pair_ridge = GroupRidge(pair_groups(info, a, b, g)) if a.size else None
-        self.pair_gp = PairGP(info, a, b, g, seed)
+        self.pair_gps = (PairGP(info, a, b, g, seed), PairGP(info, a, b, g, seed, smooth=True))
         ia, ig = np.repeat(np.arange(R), J), np.tile(np.arange(J), R)
         self.iso_index = (ia, ig)
         groups = isolated_groups(info, ia, ig)  # the first is the job type's own effect
@@ -251,17 +254,23 @@ class _Members:
                 out[a, c] = np.minimum(self.pair_ridge.fit_predict(fit_pair, slow, lam), 0.0) + base
         return out
 
-    def gp(self, train: np.ndarray, iso_log: np.ndarray) -> np.ndarray:
-        """(R, C) log steps/s of the pair cells from the slowdown GPs (schedopt.perf.kernel),
-        their hyperparameters and posterior fitted on the usable pair cells in `train`;
-        slowdowns are relative to iso_log ((R, J) log steps/s). NaN in isolated columns."""
+    def gp(self, train: np.ndarray, iso_log: np.ndarray, *, average: bool = False) -> np.ndarray:
+        """(R, C) log steps/s of the pair cells: the mean of the capped slowdowns of the
+        exponential- and squared-exponential-kernel GPs (schedopt.perf.kernel), their
+        hyperparameters and posteriors fitted on the usable pair cells in `train`; slowdowns
+        are relative to iso_log ((R, J) log steps/s). With `average`, each GP's posterior mean
+        is averaged over the hyperparameters of every fit made so far (the held-out folds'
+        and this one: `PairGP.predict`). NaN in isolated columns."""
         out = np.full(self.model.shape, np.nan)
         a, c = self.pair_index[:2]
         if a.size == 0:
             return out
         base, fit, slow = self._slowdowns(train, iso_log)
-        self.pair_gp.fit(fit, slow)
-        out[a, c] = np.minimum(self.pair_gp.predict(fit, slow), 0.0) + base
+        slowdowns = []
+        for gp in self.pair_gps:
+            gp.fit(fit, slow)
+            slowdowns.append(np.minimum(gp.predict(fit, slow, average=average), 0.0))
+        out[a, c] = np.mean(slowdowns, axis=0) + base
         return out
 
     def _slowdowns(self, train: np.ndarray, iso_log: np.ndarray):
@@ -365,7 +374,7 @@ def predict(model: PerformanceModel, *, ranks=DEFAULT_RANKS, lambdas=DEFAULT_LAM
         full["side"] = np.where(model.is_pair[None, :], side_full[side_lam["pairs"]],
                                 side_full[side_lam["isolated"]])
     if "gp" in names:
-        full["gp"] = fitter.gp(np.ones(model.shape, dtype=bool), iso_full)
+        full["gp"] = fitter.gp(np.ones(model.shape, dtype=bool), iso_full, average=True)
     fill = None
     if "pairmax" in names:
         full["pairmax"] = fitter.pairmax(np.ones(model.shape, dtype=bool))

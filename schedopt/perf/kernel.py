@@ -192,27 +192,35 @@ class PairGP:
         fit so far, each capped at 0 first (a slowdown never speeds a job up); NaN on GPU
         types with nothing fitted."""
         if not (average and self.history):
-            return self._posterior(train, y, self.theta)
+            return self._posterior(train, y, [self.theta])[0]
         # a GPU type left unfitted by an early fit (under 3 cells) is averaged over the others
-        means = np.stack([np.minimum(self._posterior(train, y, theta), 0.0) for theta in self.history])
+        means = np.minimum(self._posterior(train, y, self.history), 0.0)
         count = np.isfinite(means).sum(axis=0)
         return np.where(count > 0, np.nansum(means, axis=0) / np.maximum(count, 1), np.nan)
 
-    def _posterior(self, train: np.ndarray, y: np.ndarray, thetas: dict[int, np.ndarray]) -> np.ndarray:
-        out = np.full(len(self.a), np.nan)
-        for j, theta in thetas.items():
+    def _posterior(self, train: np.ndarray, y: np.ndarray, fits: list[dict[int, np.ndarray]]) -> np.ndarray:
+        """(len(fits), n) posterior means, one row per hyperparameter set (NaN on a GPU type
+        the set lacks). The covariance blocks' indices are gathered once for all sets."""
+        out = np.full((len(fits), len(self.a)), np.nan)
+        for j in sorted({j for fit in fits for j in fit}):
             cells = self._cells(train, j, POSTERIOR_CELLS)
             if not cells.size:
                 continue
             a, b = self.a[cells], self.b[cells]
             mean = y[cells].mean()
-            cov, *_, p = _Block(self.sim, a, b, a, b).parts(theta)
-            chol = sla.cho_factor(cov + (p[4] + JITTER) * np.eye(len(a)), lower=True, check_finite=False)
-            alpha = sla.cho_solve(chol, y[cells] - mean, check_finite=False)
+            block = _Block(self.sim, a, b, a, b)
+            alphas = {}
+            for k, fit in enumerate(fits):
+                if j in fit:
+                    cov, *_, p = block.parts(fit[j])
+                    chol = sla.cho_factor(cov + (p[4] + JITTER) * np.eye(len(a)), lower=True, check_finite=False)
+                    alphas[k] = sla.cho_solve(chol, y[cells] - mean, check_finite=False)
+            del block  # its index arrays are as large as a chunk's: not both at once
             here = np.flatnonzero(self.g == j)
             for part in np.array_split(here, max(1, -(-here.size // CHUNK))):
-                cross = _Block(self.sim, self.a[part], self.b[part], a, b).parts(theta)[0]
-                out[part] = mean + cross @ alpha
+                cross = _Block(self.sim, self.a[part], self.b[part], a, b)
+                for k, alpha in alphas.items():
+                    out[k, part] = mean + cross.parts(fits[k][j])[0] @ alpha
         return out
 
     def hyperparameters(self, gpu_types) -> dict[str, dict[str, float]]:

@@ -168,10 +168,10 @@ def _replay(path: Path, gpu_types, alpha: float):
                    "GPUs span nodes) nobody measured, from the measured ones (at least 10).")
 @click.option("--method", type=click.Choice(["als", "ensemble"]), default="als", show_default=True,
               help="als: low-rank completion; ensemble: low-rank, per-GPU-type low-rank, side "
-                   "information from the job-type labels and a Gaussian process of pair "
+                   "information from the job-type labels and Gaussian processes of pair "
                    "slowdowns, weighted by held-out folds (more accurate; on Gavel's table "
-                   "about 6 s against 1 s; also fills job types never measured, and unconsolidated "
-                   "rates: see --unconsolidated).")
+                   "about 10 s against 1-2 s; also fills job types never measured, and "
+                   "unconsolidated rates: see --unconsolidated).")
 @_completion_options
 @click.option("--json", "as_json", is_flag=True, help="Print the filled entries as JSON.")
 @click.option("--max-rows", type=click.IntRange(min=0), default=40, show_default=True,
